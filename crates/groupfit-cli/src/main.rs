@@ -1,0 +1,432 @@
+//! `groupfit`: the command-line front of the engine. Thin by design: it parses
+//! arguments, calls `groupfit::job`, and renders results.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand};
+use groupfit::data::keys::display_key;
+use groupfit::data::Task;
+use groupfit::job::{self, Event, TrainSpec};
+use groupfit::plan::Strategy;
+use groupfit::store::{ModelBundle, Route};
+
+#[derive(Parser)]
+#[command(name = "groupfit", version, about = "GROUP BY for machine learning: one model per group, trained together")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Train one model per (group, config), keep the best config per group, write a model file.
+    Train(TrainArgs),
+    /// Predict every row of a Parquet file with a model file (rows routed to their group's model).
+    Predict(PredictArgs),
+    /// Show what a model file holds: groups, chosen configs, validation scores, fallbacks.
+    Inspect(InspectArgs),
+}
+
+#[derive(Args)]
+struct TrainArgs {
+    /// Training data (Parquet).
+    #[arg(long)]
+    data: PathBuf,
+    /// Validation data (Parquet). Without it, --valid-fraction of the rows are held out.
+    #[arg(long, conflicts_with = "valid_fraction")]
+    valid: Option<PathBuf>,
+    /// Fraction of the training file's rows held out for validation (seeded).
+    #[arg(long, default_value_t = 0.2)]
+    valid_fraction: f64,
+    /// Key column(s): repeat or separate with commas (--by origin,dest).
+    #[arg(long, required = true, value_delimiter = ',')]
+    by: Vec<String>,
+    /// Target column.
+    #[arg(long)]
+    target: String,
+    /// Feature columns (default: every numeric column that is not a key or the target).
+    #[arg(long, value_delimiter = ',')]
+    features: Option<Vec<String>>,
+    /// binary or regression (default: binary if every target value is 0 or 1).
+    #[arg(long)]
+    task: Option<String>,
+    /// Model family.
+    #[arg(long, default_value = "linear")]
+    model: String,
+    /// Hyper-parameter values, NAME=V1,V2,...; repeat for several; the grid is their product.
+    #[arg(long = "param")]
+    params: Vec<String>,
+    /// Groups with fewer training rows use the global model.
+    #[arg(long, default_value_t = 10)]
+    min_rows: usize,
+    /// Worker threads (default: one per core).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Seed for the validation split.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Execution strategy: auto, tp (whole groups per thread) or fused (row ranges, one scan).
+    #[arg(long, default_value = "auto")]
+    strategy: String,
+    /// Where to write the model file.
+    #[arg(long)]
+    out: PathBuf,
+    /// Print one JSON summary object on stdout and nothing else there.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct PredictArgs {
+    /// Model file written by `groupfit train`.
+    #[arg(long)]
+    model: PathBuf,
+    /// Rows to predict (Parquet), with the key and feature columns.
+    #[arg(long)]
+    data: PathBuf,
+    /// Output Parquet: the key columns plus `prediction`, input row order.
+    #[arg(long)]
+    out: PathBuf,
+    /// Print a JSON report on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct InspectArgs {
+    /// Model file.
+    model: PathBuf,
+    /// Print the whole bundle description as JSON.
+    #[arg(long)]
+    json: bool,
+    /// How many groups to list (largest first); 0 lists all.
+    #[arg(long, default_value_t = 20)]
+    top: usize,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Train(a) => train(a),
+        Command::Predict(a) => predict(a),
+        Command::Inspect(a) => inspect(a),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// A progress bar on stderr, drawn only on a terminal and only once a run has
+/// taken more than a second.
+struct Progress {
+    start: Instant,
+    enabled: bool,
+    drawn: bool,
+    stage: String,
+}
+
+impl Progress {
+    fn new(quiet: bool) -> Self {
+        Progress {
+            start: Instant::now(),
+            enabled: !quiet && std::io::stderr().is_terminal(),
+            drawn: false,
+            stage: String::new(),
+        }
+    }
+
+    fn event(&mut self, e: Event) {
+        if !self.enabled {
+            return;
+        }
+        match e {
+            Event::Stage(s) => self.stage = s.to_string(),
+            Event::Pass(p) => {
+                if self.start.elapsed().as_secs_f64() < 1.0 {
+                    return;
+                }
+                let done = p.total - p.active;
+                let width = 30;
+                let filled = if p.total > 0 { done * width / p.total } else { width };
+                eprint!(
+                    "\r{} [{}{}] {}/{} models converged, pass {}  {:.1}s",
+                    self.stage,
+                    "#".repeat(filled),
+                    "-".repeat(width - filled),
+                    done,
+                    p.total,
+                    p.pass,
+                    self.start.elapsed().as_secs_f64()
+                );
+                let _ = std::io::stderr().flush();
+                self.drawn = true;
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        if self.drawn {
+            eprintln!();
+            self.drawn = false;
+        }
+    }
+}
+
+fn train(a: TrainArgs) -> Result<()> {
+    let start = Instant::now();
+    let spec = TrainSpec {
+        valid: a.valid,
+        valid_fraction: a.valid_fraction,
+        features: a.features,
+        task: a.task.as_deref().map(Task::parse).transpose()?,
+        model: a.model,
+        params: a.params,
+        min_rows: a.min_rows,
+        threads: a.threads,
+        seed: a.seed,
+        strategy: Strategy::parse(&a.strategy)?,
+        ..TrainSpec::new(a.data, a.by, a.target)
+    };
+    let mut progress = Progress::new(a.json);
+    let out = job::train(&spec, &mut |e| progress.event(e));
+    progress.finish();
+    let mut out = out?;
+    out.summary.wall_s = start.elapsed().as_secs_f64();
+    out.bundle.summary = serde_json::to_value(&out.summary)?;
+    out.bundle.save(&a.out)?;
+    out.summary.wall_s = start.elapsed().as_secs_f64();
+    if a.json {
+        println!("{}", serde_json::to_string(&out.summary)?);
+    } else {
+        print_train_summary(&out.bundle, &out.summary, &a.out);
+    }
+    Ok(())
+}
+
+fn fmt_int(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn metric_name(task: Task) -> &'static str {
+    match task {
+        Task::Binary => "log-loss",
+        Task::Regression => "RMSE",
+    }
+}
+
+fn primary(task: Task, s: &groupfit::store::Scores) -> Option<f64> {
+    match task {
+        Task::Binary => s.logloss,
+        Task::Regression => s.rmse,
+    }
+}
+
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[i]
+}
+
+fn print_train_summary(b: &ModelBundle, s: &job::Summary, out: &Path) {
+    let e = |line: String| eprintln!("{line}");
+    e(format!(
+        "trained {} groups x {} configs: {} models (incl. global) in {:.2}s (load {:.2}s, train {:.2}s), strategy {}, {} passes, {} threads",
+        fmt_int(s.groups),
+        s.configs,
+        fmt_int(s.models),
+        s.wall_s,
+        s.load_s,
+        s.train_s,
+        s.strategy,
+        s.passes,
+        s.threads
+    ));
+    e(format!(
+        "task {}{}, target '{}', {} features; {} training rows, {} validation rows{}",
+        s.task.name(),
+        if s.task_inferred { " (inferred from the target)" } else { "" },
+        b.target,
+        s.features.len(),
+        fmt_int(s.rows_train),
+        fmt_int(s.rows_valid),
+        if s.rows_dropped_missing_target > 0 {
+            format!("; dropped {} rows with a missing target", fmt_int(s.rows_dropped_missing_target))
+        } else {
+            String::new()
+        }
+    ));
+    let mut vals: Vec<f64> = b.groups.iter().filter(|g| g.n_valid > 0).filter_map(|g| primary(b.task, &g.valid)).collect();
+    vals.sort_by(f64::total_cmp);
+    if !vals.is_empty() {
+        e(format!(
+            "validation {} per group ({} groups): mean {:.4}  min {:.4}  p25 {:.4}  median {:.4}  p75 {:.4}  max {:.4}",
+            metric_name(b.task),
+            vals.len(),
+            vals.iter().sum::<f64>() / vals.len() as f64,
+            vals[0],
+            quantile(&vals, 0.25),
+            quantile(&vals, 0.5),
+            quantile(&vals, 0.75),
+            vals[vals.len() - 1]
+        ));
+    }
+    if let Some(auc) = s.valid_auc {
+        e(format!("validation AUC, mean over groups with both classes: {auc:.4}"));
+    }
+    let chosen: Vec<String> = s.chosen_configs.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    e(format!("chosen configs: {}; global model: {}", chosen.join(", "), s.global_config));
+    let fb: Vec<String> = b
+        .groups
+        .iter()
+        .filter(|g| g.route == Route::Global)
+        .take(5)
+        .map(|g| format!("{} ({})", display_key(&g.key), g.fallback.as_deref().unwrap_or("")))
+        .collect();
+    if !fb.is_empty() {
+        e(format!(
+            "fallback to the global model: {} groups ({} with < {} rows, {} with one class), e.g. {}",
+            s.routes.groups_global,
+            s.fallback.few_rows,
+            s.fallback.min_rows,
+            s.fallback.one_class,
+            fb.join("; ")
+        ));
+    }
+    let mut slow: Vec<_> = b.groups.iter().filter(|g| g.route == Route::Own).collect();
+    slow.sort_by_key(|g| std::cmp::Reverse(g.n_train as u64 * g.iterations as u64));
+    let slow: Vec<String> = slow
+        .iter()
+        .take(3)
+        .map(|g| format!("{} ({} rows x {} iterations)", display_key(&g.key), fmt_int(g.n_train), g.iterations))
+        .collect();
+    if !slow.is_empty() {
+        e(format!("slowest groups: {}", slow.join(", ")));
+    }
+    e(format!(
+        "validation rows routed: own model {}, global model {} (of which unseen groups {})",
+        fmt_int(s.routes.valid_rows_own),
+        fmt_int(s.routes.valid_rows_global),
+        fmt_int(s.routes.valid_rows_unseen)
+    ));
+    if s.not_converged > 0 {
+        e(format!("warning: {} models stopped at their iteration limit (raise --param max_iter)", s.not_converged));
+    }
+    e(format!("wrote {}", out.display()));
+}
+
+fn predict(a: PredictArgs) -> Result<()> {
+    let r = job::predict_file(&a.model, &a.data, &a.out)?;
+    if a.json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        eprintln!(
+            "predicted {} rows -> {} (own model {}, global model {}, of which unseen groups {})",
+            fmt_int(r.rows),
+            a.out.display(),
+            fmt_int(r.own),
+            fmt_int(r.global),
+            fmt_int(r.unseen)
+        );
+    }
+    Ok(())
+}
+
+fn inspect(a: InspectArgs) -> Result<()> {
+    let b = ModelBundle::load(&a.model)?;
+    if a.json {
+        let groups: Vec<serde_json::Value> = b
+            .groups
+            .iter()
+            .map(|g| {
+                serde_json::json!({
+                    "key": display_key(&g.key),
+                    "n_train": g.n_train,
+                    "n_valid": g.n_valid,
+                    "route": g.route,
+                    "config": g.config.map(|k| b.configs[k].name.clone()),
+                    "valid": g.valid,
+                    "fallback": g.fallback,
+                })
+            })
+            .collect();
+        let v = serde_json::json!({
+            "format_version": b.format_version,
+            "groupfit_version": b.groupfit_version,
+            "family": b.family,
+            "task": b.task,
+            "key_columns": b.key_columns,
+            "features": b.features,
+            "target": b.target,
+            "configs": b.configs.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+            "global": {"config": b.configs[b.global.config].name, "valid": b.global.valid},
+            "groups": groups,
+            "summary": b.summary,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    let mut o = std::io::stdout().lock();
+    writeln!(o, "model file   {} (format v{}, groupfit {})", a.model.display(), b.format_version, b.groupfit_version)?;
+    writeln!(o, "family       {} ({}), target '{}'", b.family, b.task.name(), b.target)?;
+    writeln!(o, "keys         {}", b.key_columns.join(", "))?;
+    writeln!(o, "features     {} ({})", b.features.len(), b.features.join(", "))?;
+    writeln!(o, "configs      {}", b.configs.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(" | "))?;
+    let own = b.groups.iter().filter(|g| g.route == Route::Own).count();
+    writeln!(o, "groups       {} ({} own model, {} global fallback)", b.groups.len(), own, b.groups.len() - own)?;
+    writeln!(
+        o,
+        "global       config {}, validation {} {}",
+        b.configs[b.global.config].name,
+        metric_name(b.task),
+        primary(b.task, &b.global.valid).map_or("-".into(), |v| format!("{v:.4}"))
+    )?;
+    let mut order: Vec<usize> = (0..b.groups.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(b.groups[i].n_train));
+    let shown = if a.top == 0 { order.len() } else { a.top.min(order.len()) };
+    writeln!(o)?;
+    writeln!(o, "{:<24} {:>9} {:>9}  {:<7} {:<18} {:>10}", "group", "n_train", "n_valid", "route", "config", metric_name(b.task))?;
+    for &i in &order[..shown] {
+        let g = &b.groups[i];
+        writeln!(
+            o,
+            "{:<24} {:>9} {:>9}  {:<7} {:<18} {:>10}",
+            display_key(&g.key),
+            g.n_train,
+            g.n_valid,
+            match g.route {
+                Route::Own => "own",
+                Route::Global => "global",
+            },
+            g.config.map_or_else(|| "-".to_string(), |k| b.configs[k].name.clone()),
+            primary(b.task, &g.valid).map_or("-".into(), |v| format!("{v:.4}"))
+        )?;
+    }
+    if shown < order.len() {
+        writeln!(o, "... {} more groups (--top 0 lists all)", order.len() - shown)?;
+    }
+    let fallbacks: Vec<String> = b
+        .groups
+        .iter()
+        .filter(|g| g.route == Route::Global)
+        .map(|g| format!("{}: {}", display_key(&g.key), g.fallback.as_deref().unwrap_or("")))
+        .collect();
+    if !fallbacks.is_empty() {
+        writeln!(o)?;
+        writeln!(o, "fallback groups ({}):", fallbacks.len())?;
+        for f in fallbacks.iter().take(if a.top == 0 { usize::MAX } else { a.top }) {
+            writeln!(o, "  {f}")?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,234 @@
+//! Group encoding: key tuples to dense group ids.
+//!
+//! Key columns of any Arrow type are compared by their string rendering (an
+//! integer key `7` and a string key `"7"` are the same key), so a model trained
+//! on one file routes the rows of another even if a writer changed the type.
+//! A null in a key column is a value of its own: rows with a null key form their
+//! own group, shown as `null`.
+
+use std::collections::HashMap;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef};
+use arrow_schema::DataType;
+
+use crate::error::{GroupfitError, Result};
+
+/// One group's key: one entry per key column, `None` for null.
+pub type GroupKey = Vec<Option<String>>;
+
+/// Renders a key for messages: `JFK/LAX`, `null` for a null part.
+pub fn display_key(key: &[Option<String>]) -> String {
+    key.iter()
+        .map(|p| p.as_deref().unwrap_or("null"))
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Maps key tuples to dense ids `0..n_groups`, in order of first appearance.
+#[derive(Debug, Default, Clone)]
+pub struct GroupEncoder {
+    n_cols: usize,
+    /// Per key column: value -> column-local id (null has its own id).
+    values: Vec<ColumnDict>,
+    /// Tuple of column-local ids -> group id (only used with several key columns).
+    tuples: HashMap<Vec<u32>, u32>,
+    keys: Vec<GroupKey>,
+}
+
+impl GroupEncoder {
+    /// An encoder for `n_cols` key columns.
+    pub fn new(n_cols: usize) -> Self {
+        GroupEncoder {
+            n_cols,
+            values: vec![ColumnDict::default(); n_cols],
+            tuples: HashMap::new(),
+            keys: Vec::new(),
+        }
+    }
+
+    /// An encoder that already knows `keys` (ids in that order), for routing new data.
+    pub fn from_keys(keys: &[GroupKey]) -> Self {
+        let n_cols = keys.first().map_or(0, |k| k.len());
+        let mut enc = GroupEncoder::new(n_cols);
+        for k in keys {
+            enc.insert(k.clone());
+        }
+        enc
+    }
+
+    /// The number of groups seen.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether no group has been seen.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The keys, indexed by group id.
+    pub fn keys(&self) -> &[GroupKey] {
+        &self.keys
+    }
+
+    /// Consumes the encoder, returning the keys indexed by group id.
+    pub fn into_keys(self) -> Vec<GroupKey> {
+        self.keys
+    }
+
+    fn insert(&mut self, key: GroupKey) -> u32 {
+        let mut local = Vec::with_capacity(self.n_cols);
+        for (c, part) in key.iter().enumerate() {
+            local.push(self.values[c].insert(part.as_deref()));
+        }
+        let next = self.keys.len() as u32;
+        let id = *self.tuples.entry(local).or_insert(next);
+        if id == next {
+            self.keys.push(key);
+        }
+        id
+    }
+
+    /// Encodes every row of the key columns, adding unseen keys.
+    pub fn encode(&mut self, columns: &[ArrayRef]) -> Result<Vec<u32>> {
+        let cols = as_strings(columns)?;
+        let rows = cols.first().map_or(0, |c| c.len());
+        let mut out = Vec::with_capacity(rows);
+        let mut local = vec![0u32; self.n_cols];
+        for i in 0..rows {
+            let mut all_known = true;
+            for (c, col) in cols.iter().enumerate() {
+                let v = value_at(col, i);
+                match self.values[c].get(v) {
+                    Some(id) => local[c] = id,
+                    None => {
+                        all_known = false;
+                        break;
+                    }
+                }
+            }
+            let id = if all_known {
+                self.tuples.get(&local).copied()
+            } else {
+                None
+            };
+            let id = match id {
+                Some(id) => id,
+                None => {
+                    let key: GroupKey = cols.iter().map(|col| value_at(col, i).map(String::from)).collect();
+                    self.insert(key)
+                }
+            };
+            out.push(id);
+        }
+        Ok(out)
+    }
+
+    /// Looks up every row without adding keys: `None` for a key not seen before.
+    pub fn lookup(&self, columns: &[ArrayRef]) -> Result<Vec<Option<u32>>> {
+        let cols = as_strings(columns)?;
+        let rows = cols.first().map_or(0, |c| c.len());
+        let mut out = Vec::with_capacity(rows);
+        let mut local = vec![0u32; self.n_cols];
+        'rows: for i in 0..rows {
+            for (c, col) in cols.iter().enumerate() {
+                match self.values[c].get(value_at(col, i)) {
+                    Some(id) => local[c] = id,
+                    None => {
+                        out.push(None);
+                        continue 'rows;
+                    }
+                }
+            }
+            out.push(self.tuples.get(&local).copied());
+        }
+        Ok(out)
+    }
+}
+
+/// The distinct values of one key column.
+#[derive(Debug, Default, Clone)]
+struct ColumnDict {
+    map: HashMap<String, u32>,
+    null: Option<u32>,
+    next: u32,
+}
+
+impl ColumnDict {
+    fn get(&self, v: Option<&str>) -> Option<u32> {
+        match v {
+            None => self.null,
+            Some(s) => self.map.get(s).copied(),
+        }
+    }
+
+    fn insert(&mut self, v: Option<&str>) -> u32 {
+        if let Some(id) = self.get(v) {
+            return id;
+        }
+        let id = self.next;
+        self.next += 1;
+        match v {
+            None => self.null = Some(id),
+            Some(s) => {
+                self.map.insert(s.to_string(), id);
+            }
+        }
+        id
+    }
+}
+
+/// Key columns rendered as strings.
+fn as_strings(columns: &[ArrayRef]) -> Result<Vec<ArrayRef>> {
+    columns
+        .iter()
+        .map(|c| match c.data_type() {
+            DataType::Utf8 => Ok(c.clone()),
+            _ => arrow_cast::cast(c, &DataType::Utf8).map_err(|e| {
+                GroupfitError::arg(format!(
+                    "key column of type {} cannot be used as a group key: {e}",
+                    c.data_type()
+                ))
+            }),
+        })
+        .collect()
+}
+
+fn value_at(col: &ArrayRef, i: usize) -> Option<&str> {
+    let s = col.as_string::<i32>();
+    if s.is_null(i) {
+        None
+    } else {
+        Some(s.value(i))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Int64Array, StringArray};
+    use std::sync::Arc;
+
+    #[test]
+    fn encodes_in_order_of_first_appearance_with_null_group() {
+        let a: ArrayRef = Arc::new(StringArray::from(vec![Some("b"), Some("a"), None, Some("b"), None]));
+        let mut enc = GroupEncoder::new(1);
+        let ids = enc.encode(&[a]).unwrap();
+        assert_eq!(ids, vec![0, 1, 2, 0, 2]);
+        assert_eq!(display_key(&enc.keys()[2]), "null");
+    }
+
+    #[test]
+    fn several_key_columns_and_lookup_of_unseen() {
+        let a: ArrayRef = Arc::new(StringArray::from(vec!["JFK", "JFK", "LGA"]));
+        let b: ArrayRef = Arc::new(Int64Array::from(vec![1, 2, 1]));
+        let mut enc = GroupEncoder::new(2);
+        assert_eq!(enc.encode(&[a, b]).unwrap(), vec![0, 1, 2]);
+        assert_eq!(display_key(&enc.keys()[1]), "JFK/2");
+        let a2: ArrayRef = Arc::new(StringArray::from(vec!["LGA", "LGA", "EWR"]));
+        let b2: ArrayRef = Arc::new(StringArray::from(vec!["1", "2", "1"]));
+        let enc2 = GroupEncoder::from_keys(enc.keys());
+        assert_eq!(enc2.lookup(&[a2, b2]).unwrap(), vec![Some(2), None, None]);
+    }
+}

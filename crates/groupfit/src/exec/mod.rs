@@ -1,0 +1,226 @@
+//! Running plans: the pass driver every model family plugs into.
+//!
+//! A family implements [`PassFamily`] — the partial-step API in trait form:
+//! `accumulate` (partial statistics of one unit over a row range), `combine`
+//! (statistics add up) and `apply` (the update from a unit's full statistics).
+//! [`run_passes`] then runs passes under any [`Plan`] until no unit is active:
+//! in each pass every worker scans its shards, whole-group shards are updated
+//! on the spot, and cut groups are combined in row order and updated after the
+//! workers join. The driver owns the threads (one scoped thread per worker, no
+//! nested pools); families own no threads and no global state, so the same
+//! three calls can run on remote workers.
+
+use std::ops::Range;
+use std::sync::RwLock;
+
+use crate::plan::{GroupLoad, Plan, Strategy};
+
+/// The partial-step API of a model family.
+pub trait PassFamily: Sync {
+    /// State of one (group, config) unit between passes.
+    type Unit: Send + Sync;
+    /// Per-worker buffers.
+    type Scratch: Send;
+
+    /// Length of one unit's statistics buffer.
+    fn stats_len(&self) -> usize;
+    /// A fresh scratch buffer for one worker.
+    fn scratch(&self) -> Self::Scratch;
+    /// Whether the unit needs another pass.
+    fn is_active(&self, unit: &Self::Unit) -> bool;
+    /// Adds the partial statistics of `unit` (config `k` of group `group`) over
+    /// `rows` into `out`.
+    fn accumulate(
+        &self,
+        group: usize,
+        k: usize,
+        unit: &Self::Unit,
+        rows: Range<usize>,
+        out: &mut [f64],
+        scratch: &mut Self::Scratch,
+    );
+    /// Adds `from` into `into`.
+    fn combine(&self, into: &mut [f64], from: &[f64]) {
+        for (a, b) in into.iter_mut().zip(from) {
+            *a += b;
+        }
+    }
+    /// Updates `unit` from its statistics over all of the group's rows.
+    fn apply(
+        &self,
+        group: usize,
+        k: usize,
+        unit: &mut Self::Unit,
+        stats: &mut [f64],
+        scratch: &mut Self::Scratch,
+    );
+}
+
+/// Progress of a run, reported after every pass.
+#[derive(Debug, Clone, Copy)]
+pub struct PassProgress {
+    /// Passes done.
+    pub pass: usize,
+    /// Units still active.
+    pub active: usize,
+    /// All units.
+    pub total: usize,
+}
+
+/// What [`run_passes`] did.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// The strategy that ran (resolved from `Auto`).
+    pub strategy: Strategy,
+    /// Passes over the data.
+    pub passes: usize,
+}
+
+/// Runs passes until every unit is inactive (or `max_passes`).
+///
+/// `units[g]` holds group `g`'s units (empty for groups not trained);
+/// `rows[g]` its row range. The plan is re-made when the set of groups with
+/// active units changes, so load balance follows convergence.
+pub fn run_passes<F: PassFamily>(
+    family: &F,
+    units: Vec<Vec<F::Unit>>,
+    rows: &[Range<usize>],
+    strategy: Strategy,
+    workers: usize,
+    max_passes: usize,
+    progress: &mut dyn FnMut(PassProgress),
+) -> (Vec<Vec<F::Unit>>, RunReport) {
+    let workers = workers.max(1);
+    let groups: Vec<RwLock<Vec<F::Unit>>> = units.into_iter().map(RwLock::new).collect();
+    let total: usize = groups.iter().map(|g| g.read().unwrap().len()).sum();
+    let mut resolved = None;
+    let mut pass = 0;
+    let mut plan: Option<(Vec<usize>, Plan)> = None;
+    while pass < max_passes {
+        let active: Vec<usize> = groups
+            .iter()
+            .map(|g| g.read().unwrap().iter().filter(|u| family.is_active(u)).count())
+            .collect();
+        let n_active: usize = active.iter().sum();
+        if n_active == 0 {
+            break;
+        }
+        // Re-plan when the active counts changed (units converged).
+        if plan.as_ref().map_or(true, |(a, _)| *a != active) {
+            let loads: Vec<GroupLoad> = rows
+                .iter()
+                .zip(&active)
+                .map(|(r, &u)| GroupLoad { rows: r.clone(), units: u })
+                .collect();
+            let s = resolved.unwrap_or(strategy);
+            let p = Plan::build(s, &loads, workers);
+            // `auto` decides once, on the first pass, and keeps its choice.
+            resolved = Some(p.strategy);
+            plan = Some((active, p));
+        }
+        let p = &plan.as_ref().unwrap().1;
+        run_one_pass(family, &groups, p);
+        pass += 1;
+        let still: usize = groups
+            .iter()
+            .map(|g| g.read().unwrap().iter().filter(|u| family.is_active(u)).count())
+            .sum();
+        progress(PassProgress {
+            pass,
+            active: still,
+            total,
+        });
+    }
+    let report = RunReport {
+        strategy: resolved.unwrap_or(match strategy {
+            Strategy::Auto => Strategy::Tp,
+            s => s,
+        }),
+        passes: pass,
+    };
+    (groups.into_iter().map(|g| g.into_inner().unwrap()).collect(), report)
+}
+
+/// Partial statistics of a cut group, tagged for the in-order reduction.
+struct Partial {
+    group: usize,
+    start: usize,
+    /// `(unit index, stats)` for each active unit.
+    stats: Vec<(usize, Vec<f64>)>,
+}
+
+fn run_one_pass<F: PassFamily>(family: &F, groups: &[RwLock<Vec<F::Unit>>], plan: &Plan) {
+    let len = family.stats_len();
+    let worker = |shards: &[crate::plan::Shard]| -> Vec<Partial> {
+        let mut scratch = family.scratch();
+        let mut buf = vec![0.0; len];
+        let mut partials = Vec::new();
+        for s in shards {
+            if s.whole {
+                let mut units = groups[s.group].write().unwrap();
+                for (k, u) in units.iter_mut().enumerate() {
+                    if !family.is_active(u) {
+                        continue;
+                    }
+                    buf.iter_mut().for_each(|v| *v = 0.0);
+                    family.accumulate(s.group, k, u, s.rows.clone(), &mut buf, &mut scratch);
+                    family.apply(s.group, k, u, &mut buf, &mut scratch);
+                }
+            } else {
+                let units = groups[s.group].read().unwrap();
+                let mut stats = Vec::new();
+                for (k, u) in units.iter().enumerate() {
+                    if !family.is_active(u) {
+                        continue;
+                    }
+                    let mut out = vec![0.0; len];
+                    family.accumulate(s.group, k, u, s.rows.clone(), &mut out, &mut scratch);
+                    stats.push((k, out));
+                }
+                partials.push(Partial {
+                    group: s.group,
+                    start: s.rows.start,
+                    stats,
+                });
+            }
+        }
+        partials
+    };
+    let mut partials: Vec<Partial> = if plan.workers.len() == 1 {
+        worker(&plan.workers[0])
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = plan
+                .workers
+                .iter()
+                .map(|shards| scope.spawn(move || worker(shards)))
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().expect("worker thread panicked"))
+                .collect()
+        })
+    };
+    // Reduce cut groups in row order, then update them.
+    partials.sort_by_key(|p| (p.group, p.start));
+    let mut scratch = family.scratch();
+    let mut i = 0;
+    while i < partials.len() {
+        let g = partials[i].group;
+        let mut j = i + 1;
+        while j < partials.len() && partials[j].group == g {
+            j += 1;
+        }
+        let (head, tail) = partials[i..j].split_first_mut().unwrap();
+        for other in tail.iter() {
+            for ((_, into), (_, from)) in head.stats.iter_mut().zip(&other.stats) {
+                family.combine(into, from);
+            }
+        }
+        let mut units = groups[g].write().unwrap();
+        for (k, stats) in head.stats.iter_mut() {
+            family.apply(g, *k, &mut units[*k], stats, &mut scratch);
+        }
+        i = j;
+    }
+}

@@ -1,0 +1,773 @@
+//! The user-level jobs: [`train`] (file in, bundle out) and [`predict_file`].
+//!
+//! `train` reads the data, encodes groups, builds the group-sorted layout,
+//! fits every (group, config) unit plus the global model in one run of the
+//! pass driver, scores every unit on its group's validation rows, keeps the best
+//! config per group and assembles the [`ModelBundle`] and its [`Summary`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use arrow_array::{ArrayRef, Float64Array, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
+use serde::{Deserialize, Serialize};
+
+use crate::data::keys::{display_key, GroupEncoder};
+use crate::data::layout::{GroupedMatrix, LayoutInput};
+use crate::data::{default_features, is_numeric, missing_column, numeric_column, parquet_schema, read_parquet, row_uniform, Task};
+use crate::error::{GroupfitError, Result};
+use crate::exec::PassProgress;
+use crate::linear::grouped::{fit_grouped, FittedUnit};
+use crate::metrics;
+use crate::plan::Strategy;
+use crate::store::{FittedModel, GlobalEntry, GroupEntry, ModelBundle, Route, Scores, FORMAT_VERSION};
+use crate::tune::{linear_configs, Grid};
+
+/// Model families `train` knows.
+pub const MODELS: &[&str] = &["linear"];
+
+/// What to train. Build it with struct-update syntax over [`TrainSpec::new`].
+#[derive(Debug, Clone)]
+pub struct TrainSpec {
+    /// Training data (Parquet).
+    pub data: PathBuf,
+    /// Validation data (Parquet); when absent, `valid_fraction` of the training
+    /// file's rows are held out.
+    pub valid: Option<PathBuf>,
+    /// Fraction of rows held out for validation when `valid` is absent.
+    pub valid_fraction: f64,
+    /// Key columns.
+    pub by: Vec<String>,
+    /// Target column.
+    pub target: String,
+    /// Feature columns; `None`: every numeric column that is not a key or the target.
+    pub features: Option<Vec<String>>,
+    /// Binary or regression; `None`: binary if every target is 0 or 1.
+    pub task: Option<Task>,
+    /// Model family.
+    pub model: String,
+    /// Grid specs, `NAME=V1,V2`.
+    pub params: Vec<String>,
+    /// Groups with fewer training rows use the global model.
+    pub min_rows: usize,
+    /// Worker threads (0: one per core).
+    pub threads: usize,
+    /// Seed of the validation split (and of any randomised family).
+    pub seed: u64,
+    /// Execution strategy.
+    pub strategy: Strategy,
+}
+
+impl TrainSpec {
+    /// A spec with defaults: hold out 20 %, linear, `min_rows` 10, all cores, seed 0, `auto`.
+    pub fn new(data: impl Into<PathBuf>, by: Vec<String>, target: impl Into<String>) -> Self {
+        TrainSpec {
+            data: data.into(),
+            valid: None,
+            valid_fraction: 0.2,
+            by,
+            target: target.into(),
+            features: None,
+            task: None,
+            model: "linear".into(),
+            params: Vec::new(),
+            min_rows: 10,
+            threads: 0,
+            seed: 0,
+            strategy: Strategy::Auto,
+        }
+    }
+}
+
+/// What a long job reports as it goes.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// A stage starts.
+    Stage(&'a str),
+    /// A pass over the data finished.
+    Pass(PassProgress),
+}
+
+/// Row routes on the validation data.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Routes {
+    /// Groups served by their own model.
+    pub groups_own: usize,
+    /// Groups served by the global model.
+    pub groups_global: usize,
+    /// Validation rows served by their group's own model.
+    pub valid_rows_own: usize,
+    /// Validation rows served by the global model (fallback or unseen group).
+    pub valid_rows_global: usize,
+    /// Of those, rows whose group was not in the training data.
+    pub valid_rows_unseen: usize,
+}
+
+/// Why groups fell back to the global model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fallbacks {
+    /// The `--min-rows` threshold.
+    pub min_rows: usize,
+    /// Groups with fewer training rows than that.
+    pub few_rows: usize,
+    /// Groups whose binary target has one class.
+    pub one_class: usize,
+}
+
+/// The training summary: `groupfit train --json` prints it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Groups in the training data.
+    pub groups: usize,
+    /// Models fitted: (own-model groups + the global model) x configs.
+    pub models: usize,
+    /// Grid points.
+    pub configs: usize,
+    /// The strategy that ran.
+    pub strategy: String,
+    /// Seconds reading, encoding and laying out the data.
+    pub load_s: f64,
+    /// Seconds fitting and selecting.
+    pub train_s: f64,
+    /// Seconds for the whole job.
+    pub wall_s: f64,
+    /// Mean over groups of the chosen config's validation log-loss (binary).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub valid_logloss: Option<f64>,
+    /// Mean over groups (with both classes in validation) of the AUC (binary).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub valid_auc: Option<f64>,
+    /// Mean over groups of the chosen config's validation RMSE (regression).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub valid_rmse: Option<f64>,
+    /// Groups that have validation rows (the means run over these).
+    pub groups_scored: usize,
+    /// The model family.
+    pub model: String,
+    /// binary / regression.
+    pub task: Task,
+    /// Whether the task was inferred from the target.
+    pub task_inferred: bool,
+    /// Feature columns used.
+    pub features: Vec<String>,
+    /// Training rows.
+    pub rows_train: usize,
+    /// Validation rows.
+    pub rows_valid: usize,
+    /// Rows dropped because the target was missing (training and validation files).
+    pub rows_dropped_missing_target: usize,
+    /// Routes.
+    pub routes: Routes,
+    /// Fallbacks.
+    pub fallback: Fallbacks,
+    /// How many groups chose each config.
+    pub chosen_configs: BTreeMap<String, usize>,
+    /// The config the global model chose.
+    pub global_config: String,
+    /// Passes over the data.
+    pub passes: usize,
+    /// Units that stopped at their iteration limit.
+    pub not_converged: usize,
+    /// Worker threads.
+    pub threads: usize,
+}
+
+/// A trained bundle and its summary.
+#[derive(Debug, Clone)]
+pub struct TrainOutput {
+    /// The bundle to save.
+    pub bundle: ModelBundle,
+    /// The summary (also stored in the bundle).
+    pub summary: Summary,
+}
+
+/// Number of worker threads for a `threads` argument (0: one per core).
+pub fn resolve_threads(threads: usize) -> usize {
+    if threads > 0 {
+        threads
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+}
+
+/// Rows to score: indices into feature columns, their group (None: unseen) and target.
+struct ScoreRows<'a> {
+    cols: &'a [Vec<f64>],
+    impute: &'a [f64],
+    target: &'a [f64],
+    idx: Vec<u32>,
+    gid: Vec<Option<u32>>,
+}
+
+impl ScoreRows<'_> {
+    fn row(&self, i: usize, out: &mut [f64]) {
+        let r = self.idx[i] as usize;
+        for (j, c) in self.cols.iter().enumerate() {
+            let v = c[r];
+            out[j] = if v.is_nan() { self.impute[j] } else { v };
+        }
+    }
+}
+
+fn check_columns(path: &Path, schema: &Schema, by: &[String], target: &str, features: &[String]) -> Result<()> {
+    for c in by.iter().map(String::as_str).chain(std::iter::once(target)).chain(features.iter().map(String::as_str)) {
+        if schema.index_of(c).is_err() {
+            return Err(missing_column(c, path, schema));
+        }
+    }
+    for f in features.iter().map(String::as_str).chain(std::iter::once(target)) {
+        let dt = schema.field_with_name(f).unwrap().data_type();
+        if !is_numeric(dt) {
+            return Err(GroupfitError::NonNumericColumn {
+                column: f.to_string(),
+                path: path.display().to_string(),
+                dtype: dt.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn check_binary(target: &[f64], column: &str, path: &Path) -> Result<()> {
+    if let Some((row, &value)) = target.iter().enumerate().find(|(_, &v)| !v.is_nan() && v != 0.0 && v != 1.0) {
+        return Err(GroupfitError::BadBinaryTarget {
+            column: column.to_string(),
+            path: path.display().to_string(),
+            value,
+            row,
+        });
+    }
+    Ok(())
+}
+
+fn score(task: Task, y: &[f64], p: &[f64]) -> Scores {
+    match task {
+        Task::Binary => Scores {
+            logloss: Some(metrics::logloss(y, p)),
+            auc: metrics::auc(y, p),
+            rmse: None,
+        },
+        Task::Regression => Scores {
+            rmse: Some(metrics::rmse(y, p)),
+            ..Scores::default()
+        },
+    }
+}
+
+fn primary(task: Task, s: &Scores) -> f64 {
+    match task {
+        Task::Binary => s.logloss.unwrap_or(f64::INFINITY),
+        Task::Regression => s.rmse.unwrap_or(f64::INFINITY),
+    }
+}
+
+/// Index of the smallest value (first on ties).
+fn argmin(v: &[f64]) -> usize {
+    let mut best = 0;
+    for (i, &x) in v.iter().enumerate() {
+        if x < v[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+/// Trains one model per (group, config), selects per group, and returns the bundle.
+pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput> {
+    let t0 = Instant::now();
+    if !MODELS.contains(&spec.model.as_str()) {
+        return Err(GroupfitError::arg(format!(
+            "unknown model '{}' (available: {})",
+            spec.model,
+            MODELS.join(", ")
+        )));
+    }
+    let points = Grid::parse(&spec.params)?.points();
+    let configs = linear_configs(&points)?;
+    if spec.by.is_empty() {
+        return Err(GroupfitError::arg("at least one key column is needed (--by)"));
+    }
+    if spec.valid.is_none() && !(0.0..1.0).contains(&spec.valid_fraction) {
+        return Err(GroupfitError::arg(format!(
+            "--valid-fraction must be in [0, 1), got {}",
+            spec.valid_fraction
+        )));
+    }
+    if spec.min_rows == 0 {
+        return Err(GroupfitError::arg("--min-rows must be at least 1"));
+    }
+    let path = spec.data.as_path();
+    let schema = parquet_schema(path)?;
+    let features = match &spec.features {
+        Some(f) => f.clone(),
+        None => default_features(&schema, &spec.by, Some(&spec.target)),
+    };
+    check_columns(path, &schema, &spec.by, &spec.target, &features)?;
+    if let Some(f) = features.iter().find(|f| spec.by.contains(f) || **f == spec.target) {
+        return Err(GroupfitError::arg(format!("column '{f}' cannot be both a feature and a key or the target")));
+    }
+    if features.is_empty() {
+        return Err(GroupfitError::arg(format!(
+            "'{}' has no numeric feature columns besides the keys and the target",
+            path.display()
+        )));
+    }
+
+    on(Event::Stage("reading"));
+    let nk = spec.by.len();
+    let mut wanted = spec.by.clone();
+    wanted.push(spec.target.clone());
+    wanted.extend(features.iter().cloned());
+    let batch = read_parquet(path, &wanted)?;
+    let n = batch.num_rows();
+    if n == 0 {
+        return Err(GroupfitError::EmptyInput {
+            path: path.display().to_string(),
+            detail: String::new(),
+        });
+    }
+    let target = numeric_column(batch.column(nk), &spec.target, path, true)?;
+    let cols: Vec<Vec<f64>> = features
+        .iter()
+        .enumerate()
+        .map(|(j, f)| numeric_column(batch.column(nk + 1 + j), f, path, true))
+        .collect::<Result<_>>()?;
+    let mut enc = GroupEncoder::new(nk);
+    let gid_all = enc.encode(&batch.columns()[..nk])?;
+
+    // Training / validation split, dropping rows without a target.
+    let mut dropped = target.iter().filter(|v| v.is_nan()).count();
+    let mut train_rows = Vec::with_capacity(n);
+    let mut held_out = Vec::new();
+    for i in 0..n {
+        if target[i].is_nan() {
+            continue;
+        }
+        if spec.valid.is_none() && row_uniform(spec.seed, i as u64) < spec.valid_fraction {
+            held_out.push(i as u32);
+        } else {
+            train_rows.push(i as u32);
+        }
+    }
+    if train_rows.is_empty() {
+        let detail = if dropped == n {
+            format!(": all {n} rows have a missing target '{}'", spec.target)
+        } else {
+            ": no training rows remain after the validation split".to_string()
+        };
+        return Err(GroupfitError::EmptyInput {
+            path: path.display().to_string(),
+            detail,
+        });
+    }
+    let task_inferred = spec.task.is_none();
+    let task = match spec.task {
+        Some(t) => t,
+        None => {
+            if train_rows.iter().all(|&r| target[r as usize] == 0.0 || target[r as usize] == 1.0) {
+                Task::Binary
+            } else {
+                Task::Regression
+            }
+        }
+    };
+    if task == Task::Binary {
+        check_binary(&target, &spec.target, path)?;
+    }
+
+    // Groups are those with training rows, in order of first appearance.
+    let mut dense = vec![u32::MAX; enc.len()];
+    let mut keys = Vec::new();
+    let mut train_gid = Vec::with_capacity(train_rows.len());
+    for &r in &train_rows {
+        let g = gid_all[r as usize] as usize;
+        if dense[g] == u32::MAX {
+            dense[g] = keys.len() as u32;
+            keys.push(enc.keys()[g].clone());
+        }
+        train_gid.push(dense[g]);
+    }
+    let n_groups = keys.len();
+    drop(enc);
+
+    // Imputation values: training means (0 for a column with no value at all).
+    let impute: Vec<f64> = cols
+        .iter()
+        .map(|c| {
+            let (s, k) = train_rows.iter().fold((0.0, 0usize), |(s, k), &r| {
+                let v = c[r as usize];
+                if v.is_nan() {
+                    (s, k)
+                } else {
+                    (s + v, k + 1)
+                }
+            });
+            if k > 0 {
+                s / k as f64
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let matrix = GroupedMatrix::build(LayoutInput {
+        columns: &cols,
+        impute: &impute,
+        target: &target,
+        rows: &train_rows,
+        group_of: &train_gid,
+        n_groups,
+        with_global: true,
+    })?;
+    let load_s = t0.elapsed().as_secs_f64();
+    let t_train = Instant::now();
+
+    // Which groups get their own models.
+    let mut fit = vec![false; n_groups + 1];
+    let mut fallback_reason: Vec<Option<String>> = vec![None; n_groups];
+    let mut fallbacks = Fallbacks {
+        min_rows: spec.min_rows,
+        ..Fallbacks::default()
+    };
+    let both_classes = |y: &[f64]| y.iter().any(|&v| v == 0.0) && y.iter().any(|&v| v == 1.0);
+    for g in 0..n_groups {
+        let y = matrix.y(matrix.range(g));
+        if y.len() < spec.min_rows {
+            fallbacks.few_rows += 1;
+            fallback_reason[g] = Some(format!("{} training rows < --min-rows {}", y.len(), spec.min_rows));
+        } else if task == Task::Binary && !both_classes(y) {
+            fallbacks.one_class += 1;
+            fallback_reason[g] = Some(format!("one class only ({}) in training", y[0]));
+        } else {
+            fit[g] = true;
+        }
+    }
+    fit[n_groups] = true;
+    if task == Task::Binary && !both_classes(matrix.y(matrix.range(n_groups))) {
+        return Err(GroupfitError::SingleClass {
+            column: spec.target.clone(),
+            path: path.display().to_string(),
+            value: matrix.y(matrix.range(n_groups))[0],
+        });
+    }
+
+    on(Event::Stage("training"));
+    let threads = resolve_threads(spec.threads);
+    let (fitted, report) = fit_grouped(&matrix, task, &configs, &fit, spec.strategy, threads, &mut |p| {
+        on(Event::Pass(p))
+    });
+    let not_converged = fitted.iter().flatten().filter(|u| !u.converged).count();
+
+    // Validation rows.
+    on(Event::Stage("scoring"));
+    let valid_batch;
+    let valid_cols;
+    let valid_target;
+    let rows = if let Some(vp) = &spec.valid {
+        let vschema = parquet_schema(vp)?;
+        check_columns(vp, &vschema, &spec.by, &spec.target, &features)?;
+        valid_batch = read_parquet(vp, &wanted)?;
+        valid_target = numeric_column(valid_batch.column(nk), &spec.target, vp, true)?;
+        if task == Task::Binary {
+            check_binary(&valid_target, &spec.target, vp)?;
+        }
+        valid_cols = features
+            .iter()
+            .enumerate()
+            .map(|(j, f)| numeric_column(valid_batch.column(nk + 1 + j), f, vp, true))
+            .collect::<Result<Vec<_>>>()?;
+        let lookup = GroupEncoder::from_keys(&keys).lookup(&valid_batch.columns()[..nk])?;
+        let mut idx = Vec::new();
+        let mut gid = Vec::new();
+        for (i, g) in lookup.into_iter().enumerate() {
+            if valid_target[i].is_nan() {
+                dropped += 1;
+            } else {
+                idx.push(i as u32);
+                gid.push(g);
+            }
+        }
+        ScoreRows {
+            cols: &valid_cols,
+            impute: &impute,
+            target: &valid_target,
+            idx,
+            gid,
+        }
+    } else {
+        let gid = held_out
+            .iter()
+            .map(|&r| {
+                let g = dense[gid_all[r as usize] as usize];
+                (g != u32::MAX).then_some(g)
+            })
+            .collect();
+        ScoreRows {
+            cols: &cols,
+            impute: &impute,
+            target: &target,
+            idx: held_out,
+            gid,
+        }
+    };
+    let selection = select(task, &rows, &fitted, n_groups, configs.len())?;
+
+    // Assemble the bundle.
+    let global_units = &fitted[n_groups];
+    let mut routes = Routes {
+        valid_rows_unseen: rows.gid.iter().filter(|g| g.is_none()).count(),
+        ..Routes::default()
+    };
+    let mut chosen_configs: BTreeMap<String, usize> = BTreeMap::new();
+    let mut groups = Vec::with_capacity(n_groups);
+    let (mut sum_primary, mut n_scored, mut sum_auc, mut n_auc) = (0.0, 0usize, 0.0, 0usize);
+    for g in 0..n_groups {
+        let sel = &selection.groups[g];
+        let own = fit[g];
+        let (route, config, model, iterations) = if own {
+            let k = sel.chosen.unwrap_or(selection.global_config);
+            let u: &FittedUnit = &fitted[g][k];
+            *chosen_configs.entry(points[k].name.clone()).or_default() += 1;
+            (Route::Own, Some(k), Some(FittedModel::Linear(u.model.clone())), u.iterations)
+        } else {
+            (Route::Global, None, None, 0)
+        };
+        if own {
+            routes.groups_own += 1;
+            routes.valid_rows_own += sel.n_valid;
+        } else {
+            routes.groups_global += 1;
+        }
+        if sel.n_valid > 0 {
+            sum_primary += primary(task, &sel.scores);
+            n_scored += 1;
+            if let Some(a) = sel.scores.auc {
+                sum_auc += a;
+                n_auc += 1;
+            }
+        }
+        groups.push(GroupEntry {
+            key: keys[g].clone(),
+            n_train: matrix.rows_of(g),
+            n_valid: sel.n_valid,
+            route,
+            fallback: fallback_reason[g].clone(),
+            config,
+            model,
+            valid: sel.scores.clone(),
+            valid_by_config: sel.by_config.clone(),
+            iterations,
+        });
+    }
+    routes.valid_rows_global = rows.idx.len() - routes.valid_rows_own;
+    let mean = |s: f64, k: usize| (k > 0).then(|| s / k as f64);
+    let train_s = t_train.elapsed().as_secs_f64();
+    let summary = Summary {
+        groups: n_groups,
+        models: fit.iter().filter(|&&f| f).count() * configs.len(),
+        configs: configs.len(),
+        strategy: report.strategy.name().to_string(),
+        load_s,
+        train_s,
+        wall_s: t0.elapsed().as_secs_f64(),
+        valid_logloss: if task == Task::Binary { mean(sum_primary, n_scored) } else { None },
+        valid_auc: if task == Task::Binary { mean(sum_auc, n_auc) } else { None },
+        valid_rmse: if task == Task::Regression { mean(sum_primary, n_scored) } else { None },
+        groups_scored: n_scored,
+        model: spec.model.clone(),
+        task,
+        task_inferred,
+        features: features.clone(),
+        rows_train: train_rows.len(),
+        rows_valid: rows.idx.len(),
+        rows_dropped_missing_target: dropped,
+        routes,
+        fallback: fallbacks,
+        chosen_configs,
+        global_config: points[selection.global_config].name.clone(),
+        passes: report.passes,
+        not_converged,
+        threads,
+    };
+    let bundle = ModelBundle {
+        format_version: FORMAT_VERSION,
+        groupfit_version: env!("CARGO_PKG_VERSION").to_string(),
+        family: spec.model.clone(),
+        task,
+        key_columns: spec.by.clone(),
+        features,
+        target: spec.target.clone(),
+        impute: impute.clone(),
+        configs: points,
+        global: GlobalEntry {
+            config: selection.global_config,
+            model: FittedModel::Linear(global_units[selection.global_config].model.clone()),
+            valid: selection.global_scores,
+        },
+        groups,
+        summary: serde_json::to_value(&summary).expect("summary serialises"),
+    };
+    Ok(TrainOutput { bundle, summary })
+}
+
+/// The outcome of validation-based selection.
+struct Selection {
+    global_config: usize,
+    global_scores: Scores,
+    groups: Vec<GroupSelection>,
+}
+
+#[derive(Default)]
+struct GroupSelection {
+    n_valid: usize,
+    chosen: Option<usize>,
+    scores: Scores,
+    by_config: Vec<f64>,
+}
+
+/// Scores every config on every group's validation rows and picks the best.
+fn select(
+    task: Task,
+    rows: &ScoreRows<'_>,
+    fitted: &[Vec<FittedUnit>],
+    n_groups: usize,
+    n_configs: usize,
+) -> Result<Selection> {
+    let d = rows.cols.len();
+    let n = rows.idx.len();
+    // Bucket validation rows by group (unseen rows only feed the global model).
+    let mut by_group: Vec<Vec<usize>> = vec![Vec::new(); n_groups];
+    for (i, g) in rows.gid.iter().enumerate() {
+        if let Some(g) = g {
+            by_group[*g as usize].push(i);
+        }
+    }
+    let mut x = vec![0.0; d];
+    let ys: Vec<f64> = (0..n).map(|i| rows.target[rows.idx[i] as usize]).collect();
+    // Global model: chosen on all validation rows pooled.
+    let global = &fitted[n_groups];
+    if n == 0 && n_configs > 1 {
+        return Err(GroupfitError::arg(format!(
+            "no validation rows to choose among {n_configs} configs; pass --valid or a --valid-fraction above 0"
+        )));
+    }
+    let mut global_pred = vec![vec![0.0; n]; n_configs];
+    for i in 0..n {
+        rows.row(i, &mut x);
+        for k in 0..n_configs {
+            global_pred[k][i] = global[k].model.predict_row(task, &x);
+        }
+    }
+    let global_by: Vec<f64> = (0..n_configs)
+        .map(|k| if n > 0 { primary(task, &score(task, &ys, &global_pred[k])) } else { 0.0 })
+        .collect();
+    let global_config = argmin(&global_by);
+    let global_scores = if n > 0 { score(task, &ys, &global_pred[global_config]) } else { Scores::default() };
+
+    let mut groups = Vec::with_capacity(n_groups);
+    let mut yb = Vec::new();
+    let mut pb = Vec::new();
+    for (g, members) in by_group.iter().enumerate() {
+        let mut sel = GroupSelection {
+            n_valid: members.len(),
+            ..GroupSelection::default()
+        };
+        yb.clear();
+        yb.extend(members.iter().map(|&i| ys[i]));
+        if !fitted[g].is_empty() {
+            let mut preds = vec![vec![0.0; members.len()]; n_configs];
+            for (m, &i) in members.iter().enumerate() {
+                rows.row(i, &mut x);
+                for k in 0..n_configs {
+                    preds[k][m] = fitted[g][k].model.predict_row(task, &x);
+                }
+            }
+            if !members.is_empty() {
+                sel.by_config = (0..n_configs).map(|k| primary(task, &score(task, &yb, &preds[k]))).collect();
+                let k = argmin(&sel.by_config);
+                sel.chosen = Some(k);
+                sel.scores = score(task, &yb, &preds[k]);
+            }
+        } else if !members.is_empty() {
+            pb.clear();
+            pb.extend(members.iter().map(|&i| global_pred[global_config][i]));
+            sel.scores = score(task, &yb, &pb);
+        }
+        groups.push(sel);
+    }
+    Ok(Selection {
+        global_config,
+        global_scores,
+        groups,
+    })
+}
+
+/// What [`predict_file`] did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PredictReport {
+    /// Rows predicted.
+    pub rows: usize,
+    /// Rows served by their group's own model.
+    pub own: usize,
+    /// Rows served by the global model.
+    pub global: usize,
+    /// Of those, rows of groups not seen in training.
+    pub unseen: usize,
+}
+
+/// Predictions for every row of `data`, with the input's key columns.
+pub fn predict_batch(bundle: &ModelBundle, data: &Path) -> Result<(RecordBatch, PredictReport)> {
+    let schema = parquet_schema(data)?;
+    for c in bundle.key_columns.iter().chain(&bundle.features) {
+        if schema.index_of(c).is_err() {
+            return Err(missing_column(c, data, &schema));
+        }
+    }
+    let mut wanted = bundle.key_columns.clone();
+    wanted.extend(bundle.features.iter().cloned());
+    let batch = read_parquet(data, &wanted)?;
+    let nk = bundle.key_columns.len();
+    let keys: Vec<ArrayRef> = batch.columns()[..nk].to_vec();
+    let preds = bundle.predict(&keys, &batch.columns()[nk..], data)?;
+    let mut fields: Vec<Field> = batch.schema().fields()[..nk].iter().map(|f| f.as_ref().clone()).collect();
+    fields.push(Field::new("prediction", DataType::Float64, false));
+    let mut columns = keys;
+    columns.push(Arc::new(Float64Array::from(preds.values.clone())));
+    let out = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
+        .map_err(|e| GroupfitError::arg(format!("cannot assemble predictions: {e}")))?;
+    Ok((
+        out,
+        PredictReport {
+            rows: preds.values.len(),
+            own: preds.own,
+            global: preds.global,
+            unseen: preds.unseen,
+        },
+    ))
+}
+
+/// Loads `model`, predicts `data` and writes `out` (Parquet: key columns +
+/// `prediction`) atomically.
+pub fn predict_file(model: &Path, data: &Path, out: &Path) -> Result<PredictReport> {
+    let bundle = ModelBundle::load(model)?;
+    let (batch, report) = predict_batch(&bundle, data)?;
+    write_parquet(out, &batch)?;
+    Ok(report)
+}
+
+/// Writes one batch as Parquet, atomically.
+pub fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
+    crate::store::write_atomic(path, |f| {
+        let mut w = parquet::arrow::ArrowWriter::try_new(f, batch.schema(), None)
+            .map_err(|e| GroupfitError::io("write", path, e))?;
+        w.write(batch).map_err(|e| GroupfitError::io("write", path, e))?;
+        w.close().map_err(|e| GroupfitError::io("write", path, e))?;
+        Ok(())
+    })
+}
+
+/// The display form of every group key in a bundle, in bundle order.
+pub fn group_names(bundle: &ModelBundle) -> Vec<String> {
+    bundle.groups.iter().map(|g| display_key(&g.key)).collect()
+}

@@ -1,0 +1,43 @@
+//! # groupfit
+//!
+//! GROUP BY for machine-learning training: one model per group (and per
+//! hyper-parameter config), all trained together in shared passes over a
+//! group-sorted copy of the data, with predictions routed to each row's group.
+//!
+//! ## Quick start
+//!
+//! ```no_run
+//! use groupfit::job::{train, TrainSpec, Event};
+//!
+//! let spec = TrainSpec {
+//!     params: vec!["C=0.01,0.1,1,10".into()],
+//!     ..TrainSpec::new("train.parquet", vec!["group".into()], "label")
+//! };
+//! let out = train(&spec, &mut |_e: Event| {}).unwrap();
+//! println!("{} groups, mean validation log-loss {:?}", out.summary.groups, out.summary.valid_logloss);
+//! out.bundle.save(std::path::Path::new("model.gfm")).unwrap();
+//! ```
+//!
+//! ## Map of the crate
+//!
+//! * [`data`] — Parquet ingest, group encoding, the group-sorted layout.
+//! * [`linear`] — the linear family: params, fitted model, Newton partial steps.
+//! * [`plan`] — work units, shards and the strategies that place them.
+//! * [`exec`] — the pass driver and the partial-step trait families implement.
+//! * [`tune`] — hyper-parameter grids.
+//! * [`metrics`] — validation metrics.
+//! * [`store`] — the model bundle file and prediction routing.
+//! * [`job`] — `train` and `predict` end to end.
+//! * [`error`] — the one error type.
+
+pub mod data;
+pub mod error;
+pub mod exec;
+pub mod job;
+pub mod linear;
+pub mod metrics;
+pub mod plan;
+pub mod store;
+pub mod tune;
+
+pub use error::{GroupfitError, Result};

@@ -1,0 +1,129 @@
+//! The linear family plugged into the pass driver: every (group, config) unit
+//! of a [`GroupedMatrix`] fitted together.
+
+use std::ops::Range;
+
+use super::solver::{self, Scratch, Status, UnitState};
+use super::{LinearConfig, LinearModel};
+use crate::data::layout::GroupedMatrix;
+use crate::data::Task;
+use crate::exec::{run_passes, PassFamily, PassProgress, RunReport};
+use crate::plan::Strategy;
+
+/// The linear family over one layout and one grid.
+pub struct LinearPass<'a> {
+    matrix: &'a GroupedMatrix,
+    task: Task,
+    configs: &'a [LinearConfig],
+    /// Per group, the L2 penalty of each standardised coefficient (`1 / scale^2`).
+    penalty: Vec<f64>,
+}
+
+impl<'a> LinearPass<'a> {
+    /// The family for `matrix` and the grid `configs`.
+    pub fn new(matrix: &'a GroupedMatrix, task: Task, configs: &'a [LinearConfig]) -> Self {
+        let d = matrix.d();
+        let mut penalty = Vec::with_capacity(matrix.n_groups() * d);
+        for g in 0..matrix.n_groups() {
+            penalty.extend(matrix.scale(g).iter().map(|s| 1.0 / (s * s)));
+        }
+        LinearPass {
+            matrix,
+            task,
+            configs,
+            penalty,
+        }
+    }
+}
+
+impl PassFamily for LinearPass<'_> {
+    type Unit = UnitState;
+    type Scratch = Scratch;
+
+    fn stats_len(&self) -> usize {
+        solver::stats_len(self.matrix.d())
+    }
+
+    fn scratch(&self) -> Scratch {
+        Scratch::new(self.matrix.d())
+    }
+
+    fn is_active(&self, unit: &UnitState) -> bool {
+        unit.status == Status::Active
+    }
+
+    fn accumulate(
+        &self,
+        _group: usize,
+        k: usize,
+        unit: &UnitState,
+        rows: Range<usize>,
+        out: &mut [f64],
+        scratch: &mut Scratch,
+    ) {
+        let x = self.matrix.x(rows.clone());
+        let y = self.matrix.y(rows);
+        solver::accumulate(self.task, x, y, &unit.w, self.configs[k].c(), out, scratch);
+    }
+
+    fn apply(&self, group: usize, k: usize, unit: &mut UnitState, stats: &mut [f64], scratch: &mut Scratch) {
+        let d = self.matrix.d();
+        let pen = &self.penalty[group * d..(group + 1) * d];
+        solver::apply(unit, stats, pen, &self.configs[k], self.matrix.rows_of(group), scratch);
+    }
+}
+
+/// One fitted unit.
+#[derive(Debug, Clone)]
+pub struct FittedUnit {
+    /// The model in raw feature space.
+    pub model: LinearModel,
+    /// Newton iterations taken.
+    pub iterations: u32,
+    /// Whether it met the tolerance.
+    pub converged: bool,
+}
+
+/// Fits every config of every group with `fit[g]` set; returns, per group, one
+/// [`FittedUnit`] per config (empty for groups not fitted).
+pub fn fit_grouped(
+    matrix: &GroupedMatrix,
+    task: Task,
+    configs: &[LinearConfig],
+    fit: &[bool],
+    strategy: Strategy,
+    workers: usize,
+    progress: &mut dyn FnMut(PassProgress),
+) -> (Vec<Vec<FittedUnit>>, RunReport) {
+    let d = matrix.d();
+    let units: Vec<Vec<UnitState>> = (0..matrix.n_groups())
+        .map(|g| {
+            if fit[g] {
+                let y = matrix.y(matrix.range(g));
+                configs.iter().map(|_| UnitState::new(task, y, d)).collect()
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    let rows: Vec<Range<usize>> = (0..matrix.n_groups()).map(|g| matrix.range(g)).collect();
+    let family = LinearPass::new(matrix, task, configs);
+    let max_iter = configs.iter().map(|c| c.max_iter()).max().unwrap_or(1) as usize;
+    // Each Newton iteration takes one pass plus at most ~34 line-search halvings.
+    let max_passes = (max_iter + 1) * 40;
+    let (units, report) = run_passes(&family, units, &rows, strategy, workers, max_passes, progress);
+    let fitted = units
+        .into_iter()
+        .enumerate()
+        .map(|(g, us)| {
+            us.into_iter()
+                .map(|u| FittedUnit {
+                    model: LinearModel::from_standardised(&u.w, matrix.mean(g), matrix.scale(g)),
+                    iterations: u.iter,
+                    converged: u.status == Status::Converged,
+                })
+                .collect()
+        })
+        .collect();
+    (fitted, report)
+}

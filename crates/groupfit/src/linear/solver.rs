@@ -1,0 +1,412 @@
+//! The linear family's partial-step API: a damped Newton method whose every
+//! iteration is one pass over the data.
+//!
+//! * [`accumulate`] — the *partial step*: over any row range of a group (a whole
+//!   group, a row shard, rows on a remote worker) add the loss, gradient and
+//!   Hessian of one (group, config) unit at its current weights into a flat
+//!   statistics buffer of [`stats_len`] values.
+//! * [`combine`] — partial statistics of one unit add up.
+//! * [`apply`] — the *update*: with the unit's statistics over all its rows,
+//!   add the penalty, run the Armijo line-search test, test convergence and take
+//!   the next Newton step.
+//!
+//! The three functions hold no threads and no global state; callers own every
+//! buffer (a [`Scratch`] per worker), so the hot loop does not allocate.
+
+use super::{sigmoid, LinearConfig};
+use crate::data::Task;
+
+/// Rows per block of the Hessian product (`B^T B` over `CHUNK` rows in `f32`,
+/// then added into the `f64` accumulator).
+const CHUNK: usize = 256;
+
+/// Length of one unit's statistics: `[loss, gradient (d+1), Hessian ((d+1)^2)]`.
+pub fn stats_len(d: usize) -> usize {
+    let p = d + 1;
+    1 + p + p * p
+}
+
+/// Per-worker buffers for [`accumulate`] and [`apply`].
+#[derive(Debug, Clone)]
+pub struct Scratch {
+    b: Vec<f32>,
+    hc: Vec<f32>,
+    chol: Vec<f64>,
+}
+
+impl Scratch {
+    /// Buffers for `d` features.
+    pub fn new(d: usize) -> Self {
+        let p = d + 1;
+        Scratch {
+            b: vec![0.0; CHUNK * p],
+            hc: vec![0.0; p * p],
+            chol: vec![0.0; p * p],
+        }
+    }
+}
+
+/// Where one unit is in its Newton iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Still iterating: needs another pass.
+    Active,
+    /// Gradient below tolerance (or the line search could not improve further).
+    Converged,
+    /// Stopped at `max_iter` Newton iterations.
+    MaxIter,
+}
+
+/// The state of one (group, config) unit between passes.
+#[derive(Debug, Clone)]
+pub struct UnitState {
+    /// Current weights in standardised coordinates; the last entry is the intercept.
+    pub w: Vec<f64>,
+    base: Vec<f64>,
+    dir: Vec<f64>,
+    f_base: f64,
+    slope: f64,
+    alpha: f64,
+    /// Newton iterations taken.
+    pub iter: u32,
+    /// Passes over the data this unit has consumed.
+    pub passes: u32,
+    /// Where the unit is.
+    pub status: Status,
+    /// Objective at the last accepted point.
+    pub objective: f64,
+    /// Largest gradient entry at the last accepted point.
+    pub grad_max: f64,
+}
+
+impl UnitState {
+    /// Starting point: zero weights and the intercept that is optimal for them
+    /// (features are centred per group): the log-odds of the group's mean target
+    /// for binary, its mean for regression.
+    pub fn new(task: Task, y: &[f64], d: usize) -> Self {
+        let mut w = vec![0.0; d + 1];
+        if !y.is_empty() {
+            let mean = y.iter().sum::<f64>() / y.len() as f64;
+            w[d] = match task {
+                Task::Binary => {
+                    let m = mean.clamp(1e-6, 1.0 - 1e-6);
+                    (m / (1.0 - m)).ln()
+                }
+                Task::Regression => mean,
+            };
+        }
+        UnitState {
+            base: w.clone(),
+            dir: vec![0.0; d + 1],
+            w,
+            f_base: f64::INFINITY,
+            slope: 0.0,
+            alpha: 0.0,
+            iter: 0,
+            passes: 0,
+            status: Status::Active,
+            objective: f64::NAN,
+            grad_max: f64::NAN,
+        }
+    }
+}
+
+/// `log(1 + e^z)` without overflow.
+fn softplus(z: f64) -> f64 {
+    if z > 0.0 {
+        z + (-z).exp().ln_1p()
+    } else {
+        z.exp().ln_1p()
+    }
+}
+
+/// Dot product of an `f32` row with `f64` weights, four independent accumulators.
+#[inline]
+fn dot(row: &[f32], w: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let mut rc = row.chunks_exact(4);
+    let mut wc = w.chunks_exact(4);
+    for (r, w) in (&mut rc).zip(&mut wc) {
+        for k in 0..4 {
+            acc[k] += r[k] as f64 * w[k];
+        }
+    }
+    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (r, w) in rc.remainder().iter().zip(wc.remainder()) {
+        s += *r as f64 * w;
+    }
+    s
+}
+
+/// The partial step: adds `C * loss`, its gradient and Hessian over the rows
+/// `x` (row-major, standardised, `y.len()` rows) at weights `w` into `out`
+/// (`[f, g, H]`, [`stats_len`] values). The penalty is added by [`apply`], once.
+pub fn accumulate(
+    task: Task,
+    x: &[f32],
+    y: &[f64],
+    w: &[f64],
+    c: f64,
+    out: &mut [f64],
+    s: &mut Scratch,
+) {
+    let p = w.len();
+    let d = p - 1;
+    debug_assert_eq!(x.len(), y.len() * d);
+    debug_assert_eq!(out.len(), stats_len(d));
+    let (f_out, rest) = out.split_at_mut(1);
+    let (g_out, h_out) = rest.split_at_mut(p);
+    let (wx, b0) = w.split_at(d);
+    let b0 = b0[0];
+    let n = y.len();
+    let mut loss = 0.0;
+    let mut start = 0;
+    while start < n {
+        let end = (start + CHUNK).min(n);
+        let m = end - start;
+        for i in 0..m {
+            let row = &x[(start + i) * d..(start + i + 1) * d];
+            let z = dot(row, wx) + b0;
+            let yi = y[start + i];
+            let (l, r, h) = match task {
+                Task::Binary => {
+                    let pz = sigmoid(z);
+                    (softplus(z) - yi * z, pz - yi, pz * (1.0 - pz))
+                }
+                Task::Regression => {
+                    let r = z - yi;
+                    (0.5 * r * r, r, 1.0)
+                }
+            };
+            loss += l;
+            let cr = c * r;
+            for (g, &v) in g_out[..d].iter_mut().zip(row) {
+                *g += cr * v as f64;
+            }
+            g_out[d] += cr;
+            let sq = (c * h).sqrt() as f32;
+            let brow = &mut s.b[i * p..(i + 1) * p];
+            for (b, &v) in brow[..d].iter_mut().zip(row) {
+                *b = sq * v;
+            }
+            brow[d] = sq;
+        }
+        // H += B^T B over this chunk, in f32, accumulated in f64.
+        // SAFETY: `b` holds at least m*p values and `hc` p*p values; the strides
+        // describe B^T (p x m), B (m x p) and a row-major p x p output.
+        unsafe {
+            matrixmultiply::sgemm(
+                p,
+                m,
+                p,
+                1.0,
+                s.b.as_ptr(),
+                1,
+                p as isize,
+                s.b.as_ptr(),
+                p as isize,
+                1,
+                0.0,
+                s.hc.as_mut_ptr(),
+                p as isize,
+                1,
+            );
+        }
+        for (h, &v) in h_out.iter_mut().zip(&s.hc) {
+            *h += v as f64;
+        }
+        start = end;
+    }
+    f_out[0] += c * loss;
+}
+
+/// Adds the partial statistics `from` into `into`.
+pub fn combine(into: &mut [f64], from: &[f64]) {
+    for (a, b) in into.iter_mut().zip(from) {
+        *a += b;
+    }
+}
+
+/// The update: given the unit's statistics over all of its rows at `u.w`,
+/// adds the penalty (`penalty[j]` on `w[j]`, none on the intercept), checks the
+/// line search, checks convergence and sets `u.w` to the next point to evaluate.
+/// `n_rows` is the unit's row count (for the tolerance).
+pub fn apply(
+    u: &mut UnitState,
+    stats: &mut [f64],
+    penalty: &[f64],
+    cfg: &LinearConfig,
+    n_rows: usize,
+    s: &mut Scratch,
+) {
+    let p = u.w.len();
+    let d = p - 1;
+    u.passes += 1;
+    let (f_s, rest) = stats.split_at_mut(1);
+    let (g, h) = rest.split_at_mut(p);
+    let mut f = f_s[0];
+    for j in 0..d {
+        f += 0.5 * penalty[j] * u.w[j] * u.w[j];
+        g[j] += penalty[j] * u.w[j];
+        h[j * p + j] += penalty[j];
+    }
+    if u.iter > 0 {
+        let armijo = f <= u.f_base + 1e-4 * u.alpha * u.slope + 1e-12 * u.f_base.abs();
+        if !armijo || !f.is_finite() {
+            u.alpha *= 0.5;
+            if u.alpha < 1e-10 {
+                // No further decrease is possible in floating point: stay at the base.
+                u.w.copy_from_slice(&u.base);
+                u.objective = u.f_base;
+                u.status = Status::Converged;
+            } else {
+                for j in 0..p {
+                    u.w[j] = u.base[j] + u.alpha * u.dir[j];
+                }
+            }
+            return;
+        }
+    }
+    u.objective = f;
+    u.grad_max = g.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    if u.grad_max <= cfg.tol() * cfg.c() * n_rows.max(1) as f64 {
+        u.status = Status::Converged;
+        return;
+    }
+    if u.iter >= cfg.max_iter() {
+        u.status = Status::MaxIter;
+        return;
+    }
+    // Newton direction: H dir = -g.
+    newton_direction(h, g, &mut u.dir, &mut s.chol);
+    u.slope = g.iter().zip(&u.dir).map(|(a, b)| a * b).sum();
+    if !(u.slope < 0.0) {
+        // Not a descent direction (numerically indefinite H): steepest descent,
+        // scaled by the diagonal.
+        for j in 0..p {
+            u.dir[j] = -g[j] / h[j * p + j].max(1e-12);
+        }
+        u.slope = g.iter().zip(&u.dir).map(|(a, b)| a * b).sum();
+    }
+    u.base.copy_from_slice(&u.w);
+    u.f_base = f;
+    u.alpha = 1.0;
+    for j in 0..p {
+        u.w[j] = u.base[j] + u.dir[j];
+    }
+    u.iter += 1;
+}
+
+/// Solves `h x = -g` by Cholesky, adding a growing ridge if `h` is not
+/// numerically positive definite.
+fn newton_direction(h: &[f64], g: &[f64], x: &mut [f64], l: &mut [f64]) {
+    let p = g.len();
+    let max_diag = (0..p).map(|j| h[j * p + j]).fold(0.0f64, f64::max).max(1e-300);
+    let mut ridge = 0.0;
+    for _ in 0..12 {
+        if cholesky(h, ridge, p, l) {
+            // forward: L y = -g
+            for i in 0..p {
+                let mut s = -g[i];
+                for k in 0..i {
+                    s -= l[i * p + k] * x[k];
+                }
+                x[i] = s / l[i * p + i];
+            }
+            // backward: L^T x = y
+            for i in (0..p).rev() {
+                let mut s = x[i];
+                for k in i + 1..p {
+                    s -= l[k * p + i] * x[k];
+                }
+                x[i] = s / l[i * p + i];
+            }
+            return;
+        }
+        ridge = if ridge == 0.0 { 1e-10 * max_diag } else { ridge * 100.0 };
+    }
+    for i in 0..p {
+        x[i] = -g[i] / max_diag;
+    }
+}
+
+/// Lower Cholesky factor of `h + ridge * I` into `l`; false if not positive definite.
+fn cholesky(h: &[f64], ridge: f64, p: usize, l: &mut [f64]) -> bool {
+    for i in 0..p {
+        for j in 0..=i {
+            let mut s = h[i * p + j] + if i == j { ridge } else { 0.0 };
+            for k in 0..j {
+                s -= l[i * p + k] * l[j * p + k];
+            }
+            if i == j {
+                if !(s > 0.0) || !s.is_finite() {
+                    return false;
+                }
+                l[i * p + i] = s.sqrt();
+            } else {
+                l[i * p + j] = s / l[j * p + j];
+            }
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linear::LinearParams;
+
+    #[test]
+    fn accumulate_hand_computed_binary() {
+        // one feature, two rows, w = 0, b = 0: p = 0.5 for both.
+        // rows x = [1, -1], y = [1, 0], C = 2.
+        // loss = 2 * (2 * ln 2); grad_w = 2 * ((0.5-1)*1 + (0.5-0)*(-1)) = -2
+        // grad_b = 2 * (-0.5 + 0.5) = 0; H = 2 * 0.25 * [[2, 0], [0, 2]]
+        let mut out = vec![0.0; stats_len(1)];
+        let mut s = Scratch::new(1);
+        accumulate(Task::Binary, &[1.0, -1.0], &[1.0, 0.0], &[0.0, 0.0], 2.0, &mut out, &mut s);
+        assert!((out[0] - 4.0 * 2f64.ln()).abs() < 1e-12);
+        assert_eq!(&out[1..3], &[-2.0, 0.0]);
+        assert_eq!(&out[3..7], &[1.0, 0.0, 0.0, 1.0]);
+    }
+
+    #[test]
+    fn partial_steps_combine_to_the_whole() {
+        let d = 3;
+        let n = 600;
+        let x: Vec<f32> = (0..n * d).map(|i| ((i * 7919) % 13) as f32 / 6.0 - 1.0).collect();
+        let y: Vec<f64> = (0..n).map(|i| (i % 3 == 0) as u8 as f64).collect();
+        let w = [0.3, -0.2, 0.1, 0.05];
+        let mut s = Scratch::new(d);
+        let mut whole = vec![0.0; stats_len(d)];
+        accumulate(Task::Binary, &x, &y, &w, 0.7, &mut whole, &mut s);
+        let mut a = vec![0.0; stats_len(d)];
+        let mut b = vec![0.0; stats_len(d)];
+        accumulate(Task::Binary, &x[..250 * d], &y[..250], &w, 0.7, &mut a, &mut s);
+        accumulate(Task::Binary, &x[250 * d..], &y[250..], &w, 0.7, &mut b, &mut s);
+        combine(&mut a, &b);
+        for (u, v) in a.iter().zip(&whole) {
+            assert!((u - v).abs() <= 1e-5 * v.abs().max(1.0), "{u} vs {v}");
+        }
+    }
+
+    #[test]
+    fn ridge_one_feature_matches_closed_form() {
+        // minimise C/2 sum (y - w x - b)^2 + w^2/2, x centred: w = C sxy / (C sxx + 1)
+        let x = [-1.0f32, 0.0, 1.0];
+        let y = [1.0, 2.0, 4.0];
+        let c = 0.5;
+        let cfg = LinearParams::new().c(c).tol(1e-12).check().unwrap();
+        let mut u = UnitState::new(Task::Regression, &y, 1);
+        let mut s = Scratch::new(1);
+        while u.status == Status::Active {
+            let mut st = vec![0.0; stats_len(1)];
+            accumulate(Task::Regression, &x, &y, &u.w, c, &mut st, &mut s);
+            apply(&mut u, &mut st, &[1.0], &cfg, 3, &mut s);
+        }
+        let (sxy, sxx) = (3.0, 2.0);
+        assert!((u.w[0] - c * sxy / (c * sxx + 1.0)).abs() < 1e-9, "{:?}", u.w);
+        assert!((u.w[1] - 7.0 / 3.0).abs() < 1e-9);
+        assert_eq!(u.status, Status::Converged);
+    }
+}

@@ -1,0 +1,81 @@
+//! Validation metrics, defined as in `shared/bench/baselines.py` so that the
+//! figures are comparable: log-loss with probabilities clipped to
+//! `[1e-7, 1 - 1e-7]`, ROC AUC with ties averaged, RMSE.
+
+/// Mean log-loss of probabilities `p` for 0/1 labels `y`.
+pub fn logloss(y: &[f64], p: &[f64]) -> f64 {
+    let n = y.len().max(1) as f64;
+    y.iter()
+        .zip(p)
+        .map(|(&y, &p)| {
+            let p = p.clamp(1e-7, 1.0 - 1e-7);
+            -(y * p.ln() + (1.0 - y) * (1.0 - p).ln())
+        })
+        .sum::<f64>()
+        / n
+}
+
+/// Root mean squared error.
+pub fn rmse(y: &[f64], p: &[f64]) -> f64 {
+    let n = y.len().max(1) as f64;
+    (y.iter().zip(p).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() / n).sqrt()
+}
+
+/// Area under the ROC curve; `None` unless both classes are present.
+/// Ties in `p` get the average rank (Mann-Whitney U).
+pub fn auc(y: &[f64], p: &[f64]) -> Option<f64> {
+    let pos = y.iter().filter(|&&v| v > 0.5).count();
+    let neg = y.len() - pos;
+    if pos == 0 || neg == 0 {
+        return None;
+    }
+    let mut idx: Vec<usize> = (0..p.len()).collect();
+    idx.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
+    let mut rank_sum_pos = 0.0;
+    let mut i = 0;
+    while i < idx.len() {
+        let mut j = i + 1;
+        while j < idx.len() && p[idx[j]] == p[idx[i]] {
+            j += 1;
+        }
+        let avg_rank = (i + j + 1) as f64 / 2.0; // ranks are 1-based: (i+1 + j) / 2
+        for &k in &idx[i..j] {
+            if y[k] > 0.5 {
+                rank_sum_pos += avg_rank;
+            }
+        }
+        i = j;
+    }
+    let u = rank_sum_pos - (pos * (pos + 1)) as f64 / 2.0;
+    Some(u / (pos * neg) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hand_computed() {
+        let y = [1.0, 0.0];
+        let p = [0.8, 0.4];
+        let ll = -(0.8f64.ln() + 0.6f64.ln()) / 2.0;
+        assert!((logloss(&y, &p) - ll).abs() < 1e-15);
+        assert_eq!(auc(&y, &p), Some(1.0));
+        assert_eq!(auc(&[1.0, 1.0], &p), None);
+        assert!((rmse(&[1.0, 3.0], &[2.0, 1.0]) - (2.5f64).sqrt()).abs() < 1e-15);
+    }
+
+    #[test]
+    fn auc_averages_ties() {
+        // scores: pos {0.5, 0.9}, neg {0.5, 0.1}: pairs (0.5,0.5) tie = 0.5,
+        // (0.5,0.1) 1, (0.9,0.5) 1, (0.9,0.1) 1 -> 3.5 / 4
+        let y = [1.0, 1.0, 0.0, 0.0];
+        let p = [0.5, 0.9, 0.5, 0.1];
+        assert_eq!(auc(&y, &p), Some(0.875));
+    }
+
+    #[test]
+    fn logloss_clips() {
+        assert!((logloss(&[1.0], &[0.0]) - (1e7f64).ln()).abs() < 1e-6);
+    }
+}

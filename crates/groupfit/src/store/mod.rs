@@ -1,0 +1,363 @@
+//! The model bundle: one file holding every group's chosen model, the global
+//! fallback model and what is needed to route and prepare new rows.
+//!
+//! File layout (little-endian):
+//!
+//! ```text
+//! b"GROUPFIT"  u32 format_version  u64 payload_len  u32 crc32(payload)  payload (JSON)
+//! ```
+//!
+//! Loading checks the magic, the version, the length and the checksum before
+//! parsing, so a truncated or damaged file is reported as such. Files are
+//! written to a temporary name beside the target and renamed into place, so a
+//! failed write leaves nothing behind.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+
+use arrow_array::ArrayRef;
+use serde::{Deserialize, Serialize};
+
+use crate::data::keys::{display_key, GroupEncoder, GroupKey};
+use crate::data::{numeric_column, Task};
+use crate::error::{GroupfitError, Result};
+use crate::linear::LinearModel;
+use crate::tune::ConfigEntry;
+
+/// The newest format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+const MAGIC: &[u8; 8] = b"GROUPFIT";
+const HEADER: usize = 8 + 4 + 8 + 4;
+
+/// A fitted model of any family.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "family", rename_all = "lowercase")]
+pub enum FittedModel {
+    /// A linear model.
+    Linear(LinearModel),
+}
+
+impl FittedModel {
+    /// Prediction for one row of raw, imputed features.
+    pub fn predict_row(&self, task: Task, x: &[f64]) -> f64 {
+        match self {
+            FittedModel::Linear(m) => m.predict_row(task, x),
+        }
+    }
+}
+
+/// Validation scores of one model on one group's validation rows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Scores {
+    /// Mean log-loss (binary).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub logloss: Option<f64>,
+    /// ROC AUC (binary, both classes present).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub auc: Option<f64>,
+    /// RMSE (regression).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rmse: Option<f64>,
+}
+
+/// Which model serves a group's rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Route {
+    /// The group's own model.
+    Own,
+    /// The global fallback model.
+    Global,
+}
+
+/// One trained group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupEntry {
+    /// The key, one part per key column (`None` for null).
+    pub key: GroupKey,
+    /// Training rows.
+    pub n_train: usize,
+    /// Validation rows.
+    pub n_valid: usize,
+    /// Own model or global fallback.
+    pub route: Route,
+    /// Why the group falls back, when it does.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub fallback: Option<String>,
+    /// Index of the chosen config (own route).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub config: Option<usize>,
+    /// The chosen model (own route).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub model: Option<FittedModel>,
+    /// Scores of the model that serves the group, on its validation rows.
+    #[serde(default)]
+    pub valid: Scores,
+    /// The selection metric of every config on the group's validation rows (own route).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub valid_by_config: Vec<f64>,
+    /// Newton iterations (or boosting rounds, epochs) the chosen model took.
+    #[serde(default)]
+    pub iterations: u32,
+}
+
+/// The global fallback model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GlobalEntry {
+    /// Index of the chosen config.
+    pub config: usize,
+    /// The model.
+    pub model: FittedModel,
+    /// Its scores on all validation rows pooled.
+    #[serde(default)]
+    pub valid: Scores,
+}
+
+/// Everything `predict` and `inspect` need, as written by `train`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelBundle {
+    /// Format version of the file this was read from or will be written as.
+    pub format_version: u32,
+    /// The groupfit version that trained it.
+    pub groupfit_version: String,
+    /// Model family (`linear`).
+    pub family: String,
+    /// Binary or regression.
+    pub task: Task,
+    /// Key column names.
+    pub key_columns: Vec<String>,
+    /// Feature column names, in model order.
+    pub features: Vec<String>,
+    /// The target column name.
+    pub target: String,
+    /// Value substituted for a missing feature (the training mean).
+    pub impute: Vec<f64>,
+    /// The grid.
+    pub configs: Vec<ConfigEntry>,
+    /// The fallback model.
+    pub global: GlobalEntry,
+    /// Every group seen in training.
+    pub groups: Vec<GroupEntry>,
+    /// The training summary (`groupfit train --json`).
+    pub summary: serde_json::Value,
+}
+
+/// Predictions for a table, with the count of rows per route.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Predictions {
+    /// One value per input row, in input order.
+    pub values: Vec<f64>,
+    /// Rows served by their group's own model.
+    pub own: usize,
+    /// Rows served by the global model (fallback groups and unseen groups).
+    pub global: usize,
+    /// Of `global`, rows whose group was not seen in training.
+    pub unseen: usize,
+}
+
+impl ModelBundle {
+    /// Serialises to the file format.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let payload = serde_json::to_vec(self).map_err(|e| GroupfitError::arg(format!("cannot encode model: {e}")))?;
+        let mut out = Vec::with_capacity(HEADER + payload.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        out.extend_from_slice(&payload);
+        Ok(out)
+    }
+
+    /// Parses the file format; `path` only names the file in errors.
+    pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<ModelBundle> {
+        let corrupt = |reason: String| GroupfitError::CorruptModel {
+            path: path.display().to_string(),
+            reason,
+        };
+        if bytes.len() < HEADER {
+            return Err(corrupt(format!("{} bytes, shorter than the {HEADER}-byte header", bytes.len())));
+        }
+        if &bytes[..8] != MAGIC {
+            return Err(corrupt("not a groupfit model file (bad magic bytes)".into()));
+        }
+        let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
+        if version == 0 || version > FORMAT_VERSION {
+            return Err(GroupfitError::UnsupportedVersion {
+                path: path.display().to_string(),
+                found: version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        let len = u64::from_le_bytes(bytes[12..20].try_into().unwrap());
+        let crc = u32::from_le_bytes(bytes[20..24].try_into().unwrap());
+        let payload = &bytes[HEADER..];
+        if payload.len() as u64 != len {
+            return Err(corrupt(format!(
+                "truncated: header says {len} payload bytes, file has {}",
+                payload.len()
+            )));
+        }
+        if crc32fast::hash(payload) != crc {
+            return Err(corrupt("checksum mismatch".into()));
+        }
+        let mut bundle: ModelBundle =
+            serde_json::from_slice(payload).map_err(|e| corrupt(format!("bad payload: {e}")))?;
+        bundle.format_version = version;
+        Ok(bundle)
+    }
+
+    /// Writes the bundle to `path` atomically.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let bytes = self.to_bytes()?;
+        write_atomic(path, |f| f.write_all(&bytes).map_err(|e| GroupfitError::io("write", path, e)))
+    }
+
+    /// Reads a bundle written by [`ModelBundle::save`].
+    pub fn load(path: &Path) -> Result<ModelBundle> {
+        let bytes = std::fs::read(path).map_err(|e| GroupfitError::io("read", path, e))?;
+        ModelBundle::from_bytes(&bytes, path)
+    }
+
+    /// Predicts every row of a table given its key columns and feature columns
+    /// (in the bundle's order). `path` names the input in errors.
+    pub fn predict(&self, keys: &[ArrayRef], features: &[ArrayRef], path: &Path) -> Result<Predictions> {
+        let n = keys.first().map_or(0, |k| k.len());
+        let encoder = GroupEncoder::from_keys(&self.groups.iter().map(|g| g.key.clone()).collect::<Vec<_>>());
+        let gid = encoder.lookup(keys)?;
+        let mut cols = Vec::with_capacity(features.len());
+        for (name, arr) in self.features.iter().zip(features) {
+            let mut c = numeric_column(arr, name, path, true)?;
+            let fill = self.impute[cols.len()];
+            c.iter_mut().filter(|v| v.is_nan()).for_each(|v| *v = fill);
+            cols.push(c);
+        }
+        let mut values = Vec::with_capacity(n);
+        let (mut own, mut global, mut unseen) = (0, 0, 0);
+        let mut row = vec![0.0; cols.len()];
+        for i in 0..n {
+            for (j, c) in cols.iter().enumerate() {
+                row[j] = c[i];
+            }
+            let model = match gid[i].map(|g| &self.groups[g as usize]) {
+                Some(GroupEntry {
+                    route: Route::Own,
+                    model: Some(m),
+                    ..
+                }) => {
+                    own += 1;
+                    m
+                }
+                Some(_) => {
+                    global += 1;
+                    &self.global.model
+                }
+                None => {
+                    global += 1;
+                    unseen += 1;
+                    &self.global.model
+                }
+            };
+            values.push(model.predict_row(self.task, &row));
+        }
+        Ok(Predictions {
+            values,
+            own,
+            global,
+            unseen,
+        })
+    }
+
+    /// Index of a group by its displayed key (`JFK/LAX`).
+    pub fn group_index(&self) -> HashMap<String, usize> {
+        self.groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (display_key(&g.key), i))
+            .collect()
+    }
+}
+
+/// Writes a file through `write` into a temporary file beside `path`, then
+/// renames it into place; on any error the temporary file is removed and
+/// `path` is untouched.
+pub fn write_atomic(
+    path: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> Result<()>,
+) -> Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| GroupfitError::arg(format!("'{}' is not a file path", path.display())))?;
+    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp).map_err(|e| GroupfitError::io("create", path, e))?;
+        write(&mut f)?;
+        f.sync_all().map_err(|e| GroupfitError::io("write", path, e))?;
+        std::fs::rename(&tmp, path).map_err(|e| GroupfitError::io("write", path, e))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bundle() -> ModelBundle {
+        ModelBundle {
+            format_version: FORMAT_VERSION,
+            groupfit_version: "test".into(),
+            family: "linear".into(),
+            task: Task::Binary,
+            key_columns: vec!["g".into()],
+            features: vec!["x".into()],
+            target: "y".into(),
+            impute: vec![0.5],
+            configs: vec![],
+            global: GlobalEntry {
+                config: 0,
+                model: FittedModel::Linear(LinearModel { coef: vec![1.0], intercept: 0.0 }),
+                valid: Scores::default(),
+            },
+            groups: vec![],
+            summary: serde_json::json!({}),
+        }
+    }
+
+    #[test]
+    fn round_trip_and_damage_detection() {
+        let b = bundle();
+        let bytes = b.to_bytes().unwrap();
+        let p = Path::new("m.gfm");
+        assert_eq!(ModelBundle::from_bytes(&bytes, p).unwrap(), b);
+        let e = ModelBundle::from_bytes(&bytes[..bytes.len() - 3], p).unwrap_err().to_string();
+        assert!(e.starts_with("model file 'm.gfm' is corrupt or truncated: truncated"), "{e}");
+        let mut flipped = bytes.clone();
+        *flipped.last_mut().unwrap() ^= 1;
+        assert!(ModelBundle::from_bytes(&flipped, p).unwrap_err().to_string().contains("checksum"));
+        assert!(ModelBundle::from_bytes(b"hello", p).unwrap_err().to_string().contains("shorter"));
+        let mut newer = bytes;
+        newer[8..12].copy_from_slice(&99u32.to_le_bytes());
+        assert!(matches!(
+            ModelBundle::from_bytes(&newer, p),
+            Err(GroupfitError::UnsupportedVersion { found: 99, .. })
+        ));
+    }
+
+    #[test]
+    fn atomic_write_leaves_nothing_on_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.bin");
+        let r = write_atomic(&target, |_| Err(GroupfitError::arg("boom")));
+        assert!(r.is_err());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        write_atomic(&target, |f| f.write_all(b"ok").map_err(|e| GroupfitError::io("write", &target, e))).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"ok");
+    }
+}
