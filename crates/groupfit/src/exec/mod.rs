@@ -28,13 +28,13 @@ pub trait PassFamily: Sync {
     fn scratch(&self) -> Self::Scratch;
     /// Whether the unit needs another pass.
     fn is_active(&self, unit: &Self::Unit) -> bool;
-    /// Adds the partial statistics of `unit` (config `k` of group `group`) over
-    /// `rows` into `out`.
+    /// Adds the partial statistics of the active `units` of `group` (each with
+    /// its config index) over `rows` into `out`: one [`PassFamily::stats_len`]
+    /// slice per unit, in order. A family reads the rows once for all units.
     fn accumulate(
         &self,
         group: usize,
-        k: usize,
-        unit: &Self::Unit,
+        units: &[(usize, &Self::Unit)],
         rows: Range<usize>,
         out: &mut [f64],
         scratch: &mut Self::Scratch,
@@ -153,34 +153,37 @@ fn run_one_pass<F: PassFamily>(family: &F, groups: &[RwLock<Vec<F::Unit>>], plan
     let len = family.stats_len();
     let worker = |shards: &[crate::plan::Shard]| -> Vec<Partial> {
         let mut scratch = family.scratch();
-        let mut buf = vec![0.0; len];
+        let mut buf: Vec<f64> = Vec::new();
         let mut partials = Vec::new();
         for s in shards {
             if s.whole {
                 let mut units = groups[s.group].write().unwrap();
-                for (k, u) in units.iter_mut().enumerate() {
-                    if !family.is_active(u) {
-                        continue;
-                    }
-                    buf.iter_mut().for_each(|v| *v = 0.0);
-                    family.accumulate(s.group, k, u, s.rows.clone(), &mut buf, &mut scratch);
-                    family.apply(s.group, k, u, &mut buf, &mut scratch);
+                let active: Vec<(usize, &F::Unit)> =
+                    units.iter().enumerate().filter(|(_, u)| family.is_active(u)).collect();
+                if active.is_empty() {
+                    continue;
+                }
+                let ks: Vec<usize> = active.iter().map(|(k, _)| *k).collect();
+                buf.clear();
+                buf.resize(active.len() * len, 0.0);
+                family.accumulate(s.group, &active, s.rows.clone(), &mut buf, &mut scratch);
+                drop(active);
+                for (i, &k) in ks.iter().enumerate() {
+                    family.apply(s.group, k, &mut units[k], &mut buf[i * len..(i + 1) * len], &mut scratch);
                 }
             } else {
                 let units = groups[s.group].read().unwrap();
-                let mut stats = Vec::new();
-                for (k, u) in units.iter().enumerate() {
-                    if !family.is_active(u) {
-                        continue;
-                    }
-                    let mut out = vec![0.0; len];
-                    family.accumulate(s.group, k, u, s.rows.clone(), &mut out, &mut scratch);
-                    stats.push((k, out));
+                let active: Vec<(usize, &F::Unit)> =
+                    units.iter().enumerate().filter(|(_, u)| family.is_active(u)).collect();
+                if active.is_empty() {
+                    continue;
                 }
+                let mut out = vec![0.0; active.len() * len];
+                family.accumulate(s.group, &active, s.rows.clone(), &mut out, &mut scratch);
                 partials.push(Partial {
                     group: s.group,
                     start: s.rows.start,
-                    stats,
+                    stats: active.iter().enumerate().map(|(i, (k, _))| (*k, out[i * len..(i + 1) * len].to_vec())).collect(),
                 });
             }
         }

@@ -3,6 +3,7 @@
 
 use std::ops::Range;
 
+use super::kernel::UnitRef;
 use super::solver::{self, Scratch, Status, UnitState};
 use super::{LinearConfig, LinearModel};
 use crate::data::layout::GroupedMatrix;
@@ -55,15 +56,18 @@ impl PassFamily for LinearPass<'_> {
     fn accumulate(
         &self,
         _group: usize,
-        k: usize,
-        unit: &UnitState,
+        units: &[(usize, &UnitState)],
         rows: Range<usize>,
         out: &mut [f64],
         scratch: &mut Scratch,
     ) {
         let x = self.matrix.x(rows.clone());
         let y = self.matrix.y(rows);
-        solver::accumulate(self.task, x, y, &unit.w, self.configs[k].c(), out, scratch);
+        let refs: Vec<UnitRef<'_>> = units
+            .iter()
+            .map(|(k, u)| UnitRef { w: &u.w, c: self.configs[*k].c() })
+            .collect();
+        solver::accumulate_many(self.task, x, y, &refs, out, scratch);
     }
 
     fn apply(&self, group: usize, k: usize, unit: &mut UnitState, stats: &mut [f64], scratch: &mut Scratch) {

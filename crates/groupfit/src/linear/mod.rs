@@ -14,6 +14,7 @@
 //! computes the same models.
 
 pub mod grouped;
+pub mod kernel;
 pub mod solver;
 
 use serde::{Deserialize, Serialize};
