@@ -277,6 +277,11 @@ fn argmin(v: &[f64]) -> usize {
 /// Trains one model per (group, config), selects per group, and returns the bundle.
 pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput> {
     let t0 = Instant::now();
+    let stamp = |what: &str| {
+        if crate::exec::trace() {
+            eprintln!("[groupfit] {what}: {:.1} ms", t0.elapsed().as_secs_f64() * 1e3);
+        }
+    };
     if !MODELS.contains(&spec.model.as_str()) {
         return Err(GroupfitError::arg(format!(
             "unknown model '{}' (available: {})",
@@ -321,6 +326,7 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
     wanted.push(spec.target.clone());
     wanted.extend(features.iter().cloned());
     let batch = read_parquet(path, &wanted)?;
+    stamp("read parquet");
     let n = batch.num_rows();
     if n == 0 {
         return Err(GroupfitError::EmptyInput {
@@ -334,8 +340,10 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
         .enumerate()
         .map(|(j, f)| numeric_column(batch.column(nk + 1 + j), f, path, true))
         .collect::<Result<_>>()?;
+    stamp("numeric columns");
     let mut enc = GroupEncoder::new(nk);
     let gid_all = enc.encode(&batch.columns()[..nk])?;
+    stamp("group encoding");
 
     // Training / validation split, dropping rows without a target.
     let mut dropped = target.iter().filter(|v| v.is_nan()).count();
@@ -411,6 +419,7 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
             }
         })
         .collect();
+    stamp("split and imputation");
     let matrix = GroupedMatrix::build(LayoutInput {
         columns: &cols,
         impute: &impute,
@@ -420,6 +429,7 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
         n_groups,
         with_global: true,
     })?;
+    stamp("layout");
     let load_s = t0.elapsed().as_secs_f64();
     let t_train = Instant::now();
 
@@ -457,6 +467,7 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
     let (fitted, report) = fit_grouped(&matrix, task, &configs, &fit, spec.strategy, threads, &mut |p| {
         on(Event::Pass(p))
     });
+    stamp("fit");
     let not_converged = fitted.iter().flatten().filter(|u| !u.converged).count();
 
     // Validation rows.
@@ -511,7 +522,9 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
             gid,
         }
     };
+    stamp("validation data");
     let selection = select(task, &rows, &fitted, n_groups, configs.len())?;
+    stamp("selection");
 
     // Assemble the bundle.
     let global_units = &fitted[n_groups];

@@ -1,13 +1,38 @@
 //! The group-sorted, per-group standardised feature matrix every solver scans.
+//!
+//! Rows of one group are contiguous (an O(n) counting sort on the group id)
+//! and cut into blocks of up to [`BLOCK`] rows, each block stored
+//! feature-major (all values of feature 0, then feature 1, ...), its row count
+//! padded with zeros to a multiple of [`LANES`] and its feature count to a
+//! multiple of 4, so kernels stream whole SIMD vectors with no transposition.
 
 use crate::error::{GroupfitError, Result};
 
-/// Rows per block in the cache-friendly gather (column-major in, row-major out).
+/// Rows per block.
+pub const BLOCK: usize = 256;
+/// Row padding unit of a block (SIMD lanes of `f32` kernels).
+pub const LANES: usize = 16;
+/// Rows per step of the cache-friendly gather (column-major in, blocked out).
 const GATHER_BLOCK: usize = 4096;
+/// Feature padding unit of a block.
+const FEATURE_PAD: usize = 4;
 
-/// Features of the training rows as `f32`, row-major, rows of one group
-/// contiguous (an O(n) counting sort on the group id), each group's columns
-/// standardised by that group's own mean and standard deviation.
+/// One block of a group's rows.
+#[derive(Debug, Clone, Copy)]
+pub struct Block<'a> {
+    /// `dp x width` values, feature-major; padding is zero.
+    pub x: &'a [f32],
+    /// Slots per feature (rows rounded up to [`LANES`]).
+    pub width: usize,
+    /// Feature rows stored (features rounded up to 4).
+    pub dp: usize,
+    /// Targets of the block's rows (its length is the row count).
+    pub y: &'a [f64],
+}
+
+/// Features of the training rows as `f32`, group-sorted and blocked (see the
+/// module docs), each group's columns standardised by that group's own mean
+/// and standard deviation.
 ///
 /// Standardising per group is an exact reparameterisation for the solvers
 /// (the intercept absorbs the mean; the L2 penalty is rescaled by the scale), and
@@ -20,9 +45,14 @@ const GATHER_BLOCK: usize = 4096;
 #[derive(Debug, Clone)]
 pub struct GroupedMatrix {
     d: usize,
+    dp: usize,
     x: Vec<f32>,
     y: Vec<f64>,
     offsets: Vec<usize>,
+    /// Per group, its first block (length `groups + 1`).
+    first_block: Vec<usize>,
+    /// Per block, its offset in `x` (length `blocks + 1`).
+    block_off: Vec<usize>,
     mean: Vec<f64>,
     scale: Vec<f64>,
 }
@@ -134,8 +164,45 @@ impl GroupedMatrix {
             }
         }
 
-        // Blocked gather: column-major input, group-sorted row-major output.
-        let mut x = vec![0.0f32; total * d];
+        // Blocks: per group, ceil(rows / BLOCK) blocks of dp x width values.
+        let dp = d.div_ceil(FEATURE_PAD) * FEATURE_PAD;
+        let mut first_block = Vec::with_capacity(g_total + 1);
+        let mut block_off = vec![0usize];
+        for g in 0..g_total {
+            first_block.push(block_off.len() - 1);
+            let mut left = offsets[g + 1] - offsets[g];
+            while left > 0 {
+                let m = left.min(BLOCK);
+                block_off.push(block_off.last().unwrap() + dp * m.div_ceil(LANES) * LANES);
+                left -= m;
+            }
+        }
+        first_block.push(block_off.len() - 1);
+        // Where row k's feature 0 goes, and the stride between its features.
+        let place = |p: usize, g: usize| -> (usize, usize) {
+            let i = p - offsets[g];
+            let b = first_block[g] + i / BLOCK;
+            let width = (block_off[b + 1] - block_off[b]) / dp;
+            (block_off[b] + i % BLOCK, width)
+        };
+        let mut base = vec![0usize; n];
+        let mut stride = vec![0u32; n];
+        let mut gbase = vec![0usize; if input.with_global { n } else { 0 }];
+        let mut gstride = vec![0u32; gbase.len()];
+        for k in 0..n {
+            let g = input.group_of[k] as usize;
+            let (b, w) = place(pos[k] as usize, g);
+            base[k] = b;
+            stride[k] = w as u32;
+            if input.with_global {
+                let gl = input.n_groups;
+                let (b, w) = place(offsets[gl] + pos[k] as usize, gl);
+                gbase[k] = b;
+                gstride[k] = w as u32;
+            }
+        }
+        // Blocked gather: column-major input, group-sorted blocked output.
+        let mut x = vec![0.0f32; *block_off.last().unwrap()];
         let gl = input.n_groups;
         for start in (0..n).step_by(GATHER_BLOCK) {
             let end = (start + GATHER_BLOCK).min(n);
@@ -146,22 +213,61 @@ impl GroupedMatrix {
                     let r = input.rows[k] as usize;
                     let g = input.group_of[k] as usize;
                     let v = if col[r].is_nan() { fill } else { col[r] };
-                    let p = pos[k] as usize;
-                    x[p * d + j] = ((v - mean[g * d + j]) / scale[g * d + j]) as f32;
+                    x[base[k] + j * stride[k] as usize] = ((v - mean[g * d + j]) / scale[g * d + j]) as f32;
                     if input.with_global {
-                        x[(n + p) * d + j] = ((v - mean[gl * d + j]) / scale[gl * d + j]) as f32;
+                        x[gbase[k] + j * gstride[k] as usize] = ((v - mean[gl * d + j]) / scale[gl * d + j]) as f32;
                     }
                 }
             }
         }
         Ok(GroupedMatrix {
             d,
+            dp,
             x,
             y,
             offsets,
+            first_block,
+            block_off,
             mean,
             scale,
         })
+    }
+
+    /// Feature rows stored per block (`d` rounded up to 4).
+    pub fn dp(&self) -> usize {
+        self.dp
+    }
+
+    /// The blocks covering `rows` of group `g`. `rows` must start at a block
+    /// boundary of the group (a multiple of [`BLOCK`] from its first row) and
+    /// end at one or at the group's end.
+    pub fn blocks(&self, g: usize, rows: std::ops::Range<usize>) -> impl Iterator<Item = Block<'_>> + '_ {
+        let gs = self.offsets[g];
+        let ge = self.offsets[g + 1];
+        debug_assert!((rows.start - gs) % BLOCK == 0 && (rows.end == ge || (rows.end - gs) % BLOCK == 0));
+        let b0 = (rows.start - gs) / BLOCK;
+        let b1 = (rows.end - gs).div_ceil(BLOCK);
+        (b0..b1).map(move |i| {
+            let b = self.first_block[g] + i;
+            let r0 = gs + i * BLOCK;
+            let r1 = (r0 + BLOCK).min(ge);
+            let off = self.block_off[b];
+            let end = self.block_off[b + 1];
+            Block {
+                x: &self.x[off..end],
+                width: (end - off) / self.dp,
+                dp: self.dp,
+                y: &self.y[r0..r1],
+            }
+        })
+    }
+
+    /// The standardised features of row `i` (a layout row index) of group `g`.
+    pub fn row(&self, g: usize, i: usize) -> Vec<f32> {
+        let k = i - self.offsets[g];
+        let b = self.first_block[g] + k / BLOCK;
+        let width = (self.block_off[b + 1] - self.block_off[b]) / self.dp;
+        (0..self.d).map(|j| self.x[self.block_off[b] + j * width + k % BLOCK]).collect()
     }
 
     /// Number of features.
@@ -187,11 +293,6 @@ impl GroupedMatrix {
     /// Number of rows of group `g`.
     pub fn rows_of(&self, g: usize) -> usize {
         self.offsets[g + 1] - self.offsets[g]
-    }
-
-    /// The standardised features of rows `r` (row-major, `r.len() * d` values).
-    pub fn x(&self, r: std::ops::Range<usize>) -> &[f32] {
-        &self.x[r.start * self.d..r.end * self.d]
     }
 
     /// The targets of rows `r`.
@@ -252,12 +353,39 @@ mod tests {
         // group 0: values 4, 10 -> mean 7, sd 3 -> -1, +1
         assert_eq!(m.mean(0), &[7.0]);
         assert_eq!(m.scale(0), &[3.0]);
-        assert_eq!(m.x(0..2), &[-1.0, 1.0]);
+        assert_eq!((m.row(0, 0), m.row(0, 1)), (vec![-1.0], vec![1.0]));
         // group 1: values 1, 3, 5 -> mean 3, sd sqrt(8/3)
         let sd = (8.0f64 / 3.0).sqrt();
-        assert!((m.x(2..3)[0] as f64 - (-2.0 / sd)).abs() < 1e-6);
+        assert!((m.row(1, 2)[0] as f64 - (-2.0 / sd)).abs() < 1e-6);
+        // blocks: group 1 is one block of 3 rows padded to 16 slots, 4 feature rows
+        let blocks: Vec<_> = m.blocks(1, 2..5).collect();
+        assert_eq!((blocks.len(), blocks[0].width, blocks[0].dp, blocks[0].y.len()), (1, 16, 4, 3));
+        assert_eq!(blocks[0].x[16..].iter().filter(|&&v| v != 0.0).count(), 0);
         // global: 1,4,3,10,5 mean 4.6
         assert!((m.mean(2)[0] - 4.6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn large_groups_are_cut_into_blocks() {
+        let n = BLOCK * 2 + 5;
+        let col = vec![(0..n).map(|i| i as f64).collect::<Vec<_>>(), vec![1.0; n]];
+        let rows: Vec<u32> = (0..n as u32).collect();
+        let m = GroupedMatrix::build(LayoutInput {
+            columns: &col,
+            impute: &[0.0, 0.0],
+            target: &vec![0.0; n],
+            rows: &rows,
+            group_of: &vec![0; n],
+            n_groups: 1,
+            with_global: false,
+        })
+        .unwrap();
+        let blocks: Vec<_> = m.blocks(0, 0..n).collect();
+        assert_eq!(blocks.iter().map(|b| (b.y.len(), b.width)).collect::<Vec<_>>(), vec![(BLOCK, BLOCK), (BLOCK, BLOCK), (5, LANES)]);
+        assert_eq!(m.blocks(0, BLOCK..n).count(), 2);
+        // row order is kept inside the group: standardised values increase
+        let v: Vec<f32> = (0..n).map(|i| m.row(0, i)[0]).collect();
+        assert!(v.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]
@@ -274,6 +402,6 @@ mod tests {
         })
         .unwrap();
         assert_eq!(m.scale(0), &[1.0]);
-        assert_eq!(m.x(0..3), &[0.0, 0.0, 0.0]);
+        assert_eq!((0..3).map(|i| m.row(0, i)[0]).collect::<Vec<_>>(), vec![0.0, 0.0, 0.0]);
     }
 }

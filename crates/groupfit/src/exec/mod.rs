@@ -22,6 +22,10 @@ pub trait PassFamily: Sync {
     /// Per-worker buffers.
     type Scratch: Send;
 
+    /// Row alignment of shard cuts inside a group (the layout's block size).
+    fn align(&self) -> usize {
+        1
+    }
     /// Length of one unit's statistics buffer.
     fn stats_len(&self) -> usize;
     /// A fresh scratch buffer for one worker.
@@ -113,14 +117,22 @@ pub fn run_passes<F: PassFamily>(
                 .map(|(r, &u)| GroupLoad { rows: r.clone(), units: u })
                 .collect();
             let s = resolved.unwrap_or(strategy);
-            let p = Plan::build(s, &loads, workers);
+            let p = Plan::build(s, &loads, workers, family.align());
             // `auto` decides once, on the first pass, and keeps its choice.
             resolved = Some(p.strategy);
             plan = Some((active, p));
         }
         let p = &plan.as_ref().unwrap().1;
+        let t = std::time::Instant::now();
         run_one_pass(family, &groups, p);
         pass += 1;
+        if trace() {
+            let rows_active: usize = rows.iter().zip(&plan.as_ref().unwrap().0).map(|(r, &a)| r.len() * a).sum();
+            eprintln!(
+                "[groupfit] pass {pass}: {n_active} active units, {rows_active} unit-rows, {:.1} ms",
+                t.elapsed().as_secs_f64() * 1e3
+            );
+        }
         let still: usize = groups
             .iter()
             .map(|g| g.read().unwrap().iter().filter(|u| family.is_active(u)).count())
@@ -139,6 +151,12 @@ pub fn run_passes<F: PassFamily>(
         passes: pass,
     };
     (groups.into_iter().map(|g| g.into_inner().unwrap()).collect(), report)
+}
+
+/// Whether `GROUPFIT_TRACE` is set: per-pass and per-stage timings on stderr.
+pub fn trace() -> bool {
+    static TRACE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TRACE.get_or_init(|| std::env::var_os("GROUPFIT_TRACE").is_some_and(|v| !v.is_empty() && v != "0"))
 }
 
 /// Partial statistics of a cut group, tagged for the in-order reduction.

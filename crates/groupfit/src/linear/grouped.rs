@@ -41,12 +41,16 @@ impl PassFamily for LinearPass<'_> {
     type Unit = UnitState;
     type Scratch = Scratch;
 
+    fn align(&self) -> usize {
+        crate::data::layout::BLOCK
+    }
+
     fn stats_len(&self) -> usize {
         solver::stats_len(self.matrix.d())
     }
 
     fn scratch(&self) -> Scratch {
-        Scratch::new(self.matrix.d())
+        Scratch::new(self.matrix.d(), self.matrix.dp())
     }
 
     fn is_active(&self, unit: &UnitState) -> bool {
@@ -55,19 +59,17 @@ impl PassFamily for LinearPass<'_> {
 
     fn accumulate(
         &self,
-        _group: usize,
+        group: usize,
         units: &[(usize, &UnitState)],
         rows: Range<usize>,
         out: &mut [f64],
         scratch: &mut Scratch,
     ) {
-        let x = self.matrix.x(rows.clone());
-        let y = self.matrix.y(rows);
         let refs: Vec<UnitRef<'_>> = units
             .iter()
             .map(|(k, u)| UnitRef { w: &u.w, c: self.configs[*k].c() })
             .collect();
-        solver::accumulate_many(self.task, x, y, &refs, out, scratch);
+        solver::accumulate(self.task, self.matrix.blocks(group, rows), &refs, out, scratch);
     }
 
     fn apply(&self, group: usize, k: usize, unit: &mut UnitState, stats: &mut [f64], scratch: &mut Scratch) {

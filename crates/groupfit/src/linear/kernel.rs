@@ -1,67 +1,59 @@
 //! The hot loop of the linear family: loss, gradient and Hessian of several
-//! units (the configs of one group) over a block of rows, with the block read
-//! and transposed once for all of them.
+//! units (the configs of one group) over one block of rows of the layout,
+//! read once for all of them.
 //!
-//! Per block of [`CHUNK`] rows: the rows are transposed into `xt` (feature-major,
-//! a row of ones for the intercept, zero padding); per unit, margins and
-//! gradients are accumulated in `f64`, the logistic terms use one vectorisable
-//! `exp` and `log1p`, and the Hessian `B B^T` (`B = xt * sqrt(C h)`) is a
-//! register-tiled `f32` kernel over the upper triangle, added into `f64`.
-//! For squared loss the Hessian does not depend on the weights: it is computed
-//! once per block and scaled by each unit's `C`.
+//! A block is feature-major (see [`crate::data::layout`]): per unit, margins
+//! and gradients are accumulated in `f64`, the logistic terms use one
+//! vectorisable `exp` and `log1p`, and the feature part of the Hessian,
+//! `B B^T` with `B = x * sqrt(C h)`, is a register-tiled `f32` kernel over the
+//! upper triangle, added into `f64`; the intercept row of the Hessian is a
+//! plain `f64` dot product. For squared loss the Hessian does not depend on
+//! the weights: it is computed once per block and scaled by each unit's `C`.
 //!
-//! Everything is written as plain loops over fixed-width arrays that LLVM
-//! vectorises; [`accumulate_block`] dispatches at run time to a copy compiled
-//! for AVX-512 or AVX2+FMA when the CPU has them.
+//! The element-wise loops are plain loops that LLVM vectorises;
+//! [`accumulate_blocks`] dispatches at run time to a copy compiled for AVX-512
+//! or AVX2+FMA when the CPU has them, and the Hessian tiles use intrinsics.
 
+use crate::data::layout::{Block, BLOCK, LANES};
 use crate::data::Task;
 
-/// Rows per block.
-pub const CHUNK: usize = 256;
-/// SIMD lanes of the `f32` Hessian kernel (and the padding unit of a block).
-const LANES: usize = 16;
 /// Tile edge of the Hessian kernel (4 x 4 outputs per tile).
 const TILE: usize = 4;
 
-/// Feature count padded for the tiles: `d + 1` (intercept) rounded up to [`TILE`].
-pub fn padded(d: usize) -> usize {
-    (d + 1).div_ceil(TILE) * TILE
-}
-
-/// Buffers of one worker for [`accumulate_block`].
+/// Buffers of one worker for [`accumulate_blocks`].
 #[derive(Debug, Clone)]
 pub struct BlockScratch {
-    pp: usize,
-    xt: Vec<f32>,
     bt: Vec<f32>,
     z: Vec<f64>,
-    yv: Vec<f64>,
     r: Vec<f64>,
+    ch: Vec<f64>,
     sh: Vec<f32>,
     loss: Vec<f64>,
     hc: Vec<f32>,
+    colsum: Vec<f64>,
+    /// Per unit, 8-lane partial sums of the gradient and of the Hessian's
+    /// intercept row, reduced once per call instead of once per block.
+    lanes: Vec<f64>,
 }
 
 impl BlockScratch {
-    /// Buffers for `d` features.
-    pub fn new(d: usize) -> Self {
-        let pp = padded(d);
+    /// Buffers for a layout with `dp` (padded) feature rows per block.
+    pub fn new(dp: usize) -> Self {
         BlockScratch {
-            pp,
-            xt: vec![0.0; pp * CHUNK],
-            bt: vec![0.0; pp * CHUNK],
-            z: vec![0.0; CHUNK],
-            yv: vec![0.0; CHUNK],
-            r: vec![0.0; CHUNK],
-            sh: vec![0.0; CHUNK],
-            loss: vec![0.0; CHUNK],
-            hc: vec![0.0; pp * pp],
+            bt: vec![0.0; dp * BLOCK],
+            z: vec![0.0; BLOCK],
+            r: vec![0.0; BLOCK],
+            ch: vec![0.0; BLOCK],
+            sh: vec![0.0; BLOCK],
+            loss: vec![0.0; BLOCK],
+            hc: vec![0.0; dp * dp],
+            colsum: vec![0.0; dp],
+            lanes: Vec::new(),
         }
     }
 }
 
-/// One unit as the kernel sees it: weights (`d + 1`, intercept last), its `C`,
-/// and where its statistics go (`[f, g (d+1), H ((d+1)^2, upper triangle)]`).
+/// One unit as the kernel sees it: weights (`d + 1`, intercept last) and its `C`.
 pub struct UnitRef<'a> {
     /// Weights.
     pub w: &'a [f64],
@@ -69,175 +61,316 @@ pub struct UnitRef<'a> {
     pub c: f64,
 }
 
-/// Adds every unit's statistics over the rows `x` (row-major, `y.len()` rows)
-/// into `out` (one `stats_len(d)` slice per unit, in order). Only the upper
+/// Adds every unit's statistics over the blocks into `out` (one
+/// `1 + p + p*p` slice per unit, `p = d + 1`, in order). Only the upper
 /// triangle of each Hessian is written.
-pub fn accumulate_block(task: Task, x: &[f32], y: &[f64], units: &[UnitRef<'_>], out: &mut [f64], s: &mut BlockScratch) {
+pub fn accumulate_blocks<'a>(
+    task: Task,
+    blocks: &mut dyn Iterator<Item = Block<'a>>,
+    units: &[UnitRef<'_>],
+    out: &mut [f64],
+    s: &mut BlockScratch,
+) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("fma") {
             // SAFETY: the CPU supports the features the copy was compiled for.
-            return unsafe { accumulate_avx512(task, x, y, units, out, s) };
+            return unsafe { accumulate_avx512(task, blocks, units, out, s) };
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
             // SAFETY: as above.
-            return unsafe { accumulate_avx2(task, x, y, units, out, s) };
+            return unsafe { accumulate_avx2(task, blocks, units, out, s) };
         }
     }
-    accumulate_generic(task, x, y, units, out, s)
+    accumulate_impl(task, blocks, units, out, s, false)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
-unsafe fn accumulate_avx512(task: Task, x: &[f32], y: &[f64], units: &[UnitRef<'_>], out: &mut [f64], s: &mut BlockScratch) {
-    accumulate_generic(task, x, y, units, out, s)
+unsafe fn accumulate_avx512<'a>(
+    task: Task,
+    blocks: &mut dyn Iterator<Item = Block<'a>>,
+    units: &[UnitRef<'_>],
+    out: &mut [f64],
+    s: &mut BlockScratch,
+) {
+    accumulate_impl(task, blocks, units, out, s, true)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn accumulate_avx2(task: Task, x: &[f32], y: &[f64], units: &[UnitRef<'_>], out: &mut [f64], s: &mut BlockScratch) {
-    accumulate_generic(task, x, y, units, out, s)
+unsafe fn accumulate_avx2<'a>(
+    task: Task,
+    blocks: &mut dyn Iterator<Item = Block<'a>>,
+    units: &[UnitRef<'_>],
+    out: &mut [f64],
+    s: &mut BlockScratch,
+) {
+    accumulate_impl(task, blocks, units, out, s, false)
+}
+
+/// Sum of a slice whose length is a multiple of 8, in 8 lanes (vectorisable).
+#[inline(always)]
+fn sum8(v: &[f64]) -> f64 {
+    let mut a = [0.0f64; 8];
+    for c in v.chunks_exact(8) {
+        for q in 0..8 {
+            a[q] += c[q];
+        }
+    }
+    ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
 }
 
 #[inline(always)]
-fn accumulate_generic(task: Task, x: &[f32], y: &[f64], units: &[UnitRef<'_>], out: &mut [f64], s: &mut BlockScratch) {
-    let n = y.len();
-    if n == 0 || units.is_empty() {
+fn accumulate_impl<'a>(
+    task: Task,
+    blocks: &mut dyn Iterator<Item = Block<'a>>,
+    units: &[UnitRef<'_>],
+    out: &mut [f64],
+    s: &mut BlockScratch,
+    avx512: bool,
+) {
+    if units.is_empty() {
         return;
     }
     let d = units[0].w.len() - 1;
     let p = d + 1;
-    let pp = s.pp;
     let len = 1 + p + p * p;
-    let mut start = 0;
-    while start < n {
-        let end = (start + CHUNK).min(n);
-        let m = end - start;
-        let mp = m.div_ceil(LANES) * LANES;
-        transpose(&x[start * d..end * d], d, m, mp, &mut s.xt);
-        s.yv[..m].copy_from_slice(&y[start..end]);
-        s.yv[m..mp].iter_mut().for_each(|v| *v = 0.0);
-        if task == Task::Regression {
-            syrk_upper(&s.xt, pp, mp, &mut s.hc);
+    let binary = task == Task::Binary;
+    let lanes_per_unit = 2 * p * 8;
+    s.lanes.clear();
+    s.lanes.resize(units.len() * lanes_per_unit, 0.0);
+    for blk in blocks {
+        let m = blk.y.len();
+        if m == 0 {
+            continue;
+        }
+        let dp = blk.dp;
+        let wd = blk.width;
+        let x = blk.x;
+        assert!(x.len() >= dp * wd && wd <= BLOCK && wd % LANES == 0 && dp >= d && dp * dp <= s.hc.len());
+        if !binary {
+            syrk_upper(x, wd, dp, &mut s.hc);
+            for j in 0..d {
+                let row = &x[j * wd..j * wd + wd];
+                let mut a = [0.0f64; 8];
+                for c in row.chunks_exact(8) {
+                    for q in 0..8 {
+                        a[q] += c[q] as f64;
+                    }
+                }
+                s.colsum[j] = a.iter().sum();
+            }
         }
         for (u, unit) in units.iter().enumerate() {
             let o = &mut out[u * len..(u + 1) * len];
-            margins(&s.xt, unit.w, d, mp, &mut s.z);
             let c = unit.c;
-            let loss = match task {
-                Task::Binary => logistic_terms(&s.z, &s.yv, m, mp, c, &mut s.r, &mut s.sh, &mut s.loss),
-                Task::Regression => squared_terms(&s.z, &s.yv, m, mp, &mut s.r, &mut s.loss),
+            margins(x, wd, d, unit.w, &mut s.z[..wd], avx512);
+            let (loss, rsum, chsum) = if binary {
+                logistic_terms(&s.z, blk.y, wd, c, &mut s.r, &mut s.ch, &mut s.sh, &mut s.loss)
+            } else {
+                squared_terms(&s.z, blk.y, wd, &mut s.r, &mut s.loss)
             };
             o[0] += c * loss;
-            // Gradient: g_j += C * sum_i r_i x_ij.
-            for j in 0..p {
-                let row = &s.xt[j * CHUNK..j * CHUNK + mp];
-                let mut acc = [0.0f64; 8];
-                for (rc, xc) in s.r[..mp].chunks_exact(8).zip(row.chunks_exact(8)) {
-                    for q in 0..8 {
-                        acc[q] += rc[q] * xc[q] as f64;
-                    }
-                }
-                o[1 + j] += c * acc.iter().sum::<f64>();
-            }
+            o[1 + d] += c * rsum;
+            let lanes = &mut s.lanes[u * lanes_per_unit..(u + 1) * lanes_per_unit];
+            dots(x, wd, d, dp, &s.r, &s.ch, &s.sh, &mut s.bt, lanes, binary, avx512);
             let h = &mut o[1 + p..];
-            match task {
-                Task::Binary => {
-                    for j in 0..p {
-                        let src = &s.xt[j * CHUNK..j * CHUNK + mp];
-                        let dst = &mut s.bt[j * CHUNK..j * CHUNK + mp];
-                        for ((b, &xv), &sv) in dst.iter_mut().zip(src).zip(&s.sh[..mp]) {
-                            *b = xv * sv;
-                        }
-                    }
-                    for j in p..pp {
-                        s.bt[j * CHUNK..j * CHUNK + mp].iter_mut().for_each(|v| *v = 0.0);
-                    }
-                    syrk_upper(&s.bt, pp, mp, &mut s.hc);
-                    for j in 0..p {
-                        for k in j..p {
-                            h[j * p + k] += s.hc[j * pp + k] as f64;
-                        }
+            if binary {
+                h[d * p + d] += chsum;
+                syrk_upper(&s.bt, wd, dp, &mut s.hc);
+                for j in 0..d {
+                    for k in j..d {
+                        h[j * p + k] += s.hc[j * dp + k] as f64;
                     }
                 }
-                Task::Regression => {
-                    for j in 0..p {
-                        for k in j..p {
-                            h[j * p + k] += c * s.hc[j * pp + k] as f64;
-                        }
+            } else {
+                for j in 0..d {
+                    for k in j..d {
+                        h[j * p + k] += c * s.hc[j * dp + k] as f64;
                     }
+                    h[j * p + d] += c * s.colsum[j];
                 }
+                h[d * p + d] += c * m as f64;
             }
         }
-        start = end;
     }
-}
-
-/// `xt[j][i] = x[i][j]` for the block, a row of ones (intercept) at `j = d`,
-/// zeros for padded rows `i >= m` and padded features `j > d`.
-#[inline(always)]
-fn transpose(x: &[f32], d: usize, m: usize, mp: usize, xt: &mut [f32]) {
-    let pp = xt.len() / CHUNK;
-    for i in 0..m {
-        let row = &x[i * d..(i + 1) * d];
-        for (j, &v) in row.iter().enumerate() {
-            xt[j * CHUNK + i] = v;
+    for (u, unit) in units.iter().enumerate() {
+        let o = &mut out[u * len..(u + 1) * len];
+        let lanes = &s.lanes[u * lanes_per_unit..(u + 1) * lanes_per_unit];
+        for j in 0..d {
+            o[1 + j] += unit.c * lanes[j * 8..j * 8 + 8].iter().sum::<f64>();
+            if binary {
+                o[1 + p + j * p + d] += lanes[(p + j) * 8..(p + j) * 8 + 8].iter().sum::<f64>();
+            }
         }
     }
-    for j in 0..d {
-        xt[j * CHUNK + m..j * CHUNK + mp].iter_mut().for_each(|v| *v = 0.0);
-    }
-    let ones = &mut xt[d * CHUNK..d * CHUNK + mp];
-    ones[..m].iter_mut().for_each(|v| *v = 1.0);
-    ones[m..].iter_mut().for_each(|v| *v = 0.0);
-    for j in d + 1..pp {
-        xt[j * CHUNK..j * CHUNK + mp].iter_mut().for_each(|v| *v = 0.0);
-    }
 }
 
-/// `z_i = w . x_i + b` in `f64` (the ones row carries the intercept).
+/// `z_i = w . x_i + b` in `f64` for the `wd` slots of a block.
 #[inline(always)]
-fn margins(xt: &[f32], w: &[f64], d: usize, mp: usize, z: &mut [f64]) {
-    let z = &mut z[..mp];
-    z.iter_mut().for_each(|v| *v = 0.0);
-    for (j, &wj) in w.iter().enumerate().take(d + 1) {
-        let row = &xt[j * CHUNK..j * CHUNK + mp];
-        for (zv, &xv) in z.iter_mut().zip(row) {
+fn margins(x: &[f32], wd: usize, d: usize, w: &[f64], z: &mut [f64], avx512: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if avx512 {
+        // SAFETY: only reached when the CPU has AVX-512F; `x` holds at least
+        // d * wd values and `z` wd values (asserted by the caller).
+        return unsafe { margins_avx512(x.as_ptr(), wd, d, w, z.as_mut_ptr()) };
+    }
+    let _ = avx512;
+    z.iter_mut().for_each(|v| *v = w[d]);
+    for j in 0..d {
+        let wj = w[j];
+        for (zv, &xv) in z.iter_mut().zip(&x[j * wd..j * wd + wd]) {
             *zv += wj * xv as f64;
         }
     }
 }
 
-/// Logistic loss terms: returns the block's loss sum; writes residuals
-/// `r = sigmoid(z) - y` and `sh = sqrt(C h)` with `h = sigmoid'(z)`; padded rows
-/// get zeros.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn margins_avx512(x: *const f32, wd: usize, d: usize, w: &[f64], z: *mut f64) {
+    use std::arch::x86_64::*;
+    let b = _mm512_set1_pd(w[d]);
+    let mut i = 0;
+    while i < wd {
+        let mut lo = b;
+        let mut hi = b;
+        for (j, &wj) in w[..d].iter().enumerate() {
+            let wv = _mm512_set1_pd(wj);
+            let xr = x.add(j * wd + i);
+            lo = _mm512_fmadd_pd(wv, _mm512_cvtps_pd(_mm256_loadu_ps(xr)), lo);
+            hi = _mm512_fmadd_pd(wv, _mm512_cvtps_pd(_mm256_loadu_ps(xr.add(8))), hi);
+        }
+        _mm512_storeu_pd(z.add(i), lo);
+        _mm512_storeu_pd(z.add(i + 8), hi);
+        i += 16;
+    }
+}
+
+/// Gradient lanes `lanes[j] += r . x_j`, (logistic) Hessian intercept-row lanes
+/// `lanes[p + j] += ch . x_j`, and (logistic) `bt = x * sh` for all `dp` rows.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn logistic_terms(z: &[f64], y: &[f64], m: usize, mp: usize, c: f64, r: &mut [f64], sh: &mut [f32], loss: &mut [f64]) -> f64 {
-    for i in 0..mp {
+fn dots(x: &[f32], wd: usize, d: usize, dp: usize, r: &[f64], ch: &[f64], sh: &[f32], bt: &mut [f32], lanes: &mut [f64], binary: bool, avx512: bool) {
+    let p = d + 1;
+    #[cfg(target_arch = "x86_64")]
+    if avx512 {
+        // SAFETY: only reached with AVX-512F; every pointer covers the
+        // ranges read (x: dp*wd, r/ch/sh: wd, bt: dp*wd, lanes: 2*p*8).
+        return unsafe { dots_avx512(x.as_ptr(), wd, d, dp, r.as_ptr(), ch.as_ptr(), sh.as_ptr(), bt.as_mut_ptr(), lanes.as_mut_ptr(), binary) };
+    }
+    let _ = avx512;
+    for j in 0..dp {
+        let row = &x[j * wd..j * wd + wd];
+        if binary {
+            for ((b, &xv), &sv) in bt[j * wd..j * wd + wd].iter_mut().zip(row).zip(&sh[..wd]) {
+                *b = xv * sv;
+            }
+        }
+        if j >= d {
+            continue;
+        }
+        for i in 0..wd {
+            let xv = row[i] as f64;
+            lanes[j * 8 + i % 8] += r[i] * xv;
+            if binary {
+                lanes[(p + j) * 8 + i % 8] += ch[i] * xv;
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn dots_avx512(
+    x: *const f32,
+    wd: usize,
+    d: usize,
+    dp: usize,
+    r: *const f64,
+    ch: *const f64,
+    sh: *const f32,
+    bt: *mut f32,
+    lanes: *mut f64,
+    binary: bool,
+) {
+    use std::arch::x86_64::*;
+    let p = d + 1;
+    for j in 0..dp {
+        let xr = x.add(j * wd);
+        let br = bt.add(j * wd);
+        if j >= d {
+            if binary {
+                let mut i = 0;
+                while i < wd {
+                    _mm512_storeu_ps(br.add(i), _mm512_setzero_ps());
+                    i += 16;
+                }
+            }
+            continue;
+        }
+        let (mut ar0, mut ar1) = (_mm512_setzero_pd(), _mm512_setzero_pd());
+        let (mut ah0, mut ah1) = (_mm512_setzero_pd(), _mm512_setzero_pd());
+        let mut i = 0;
+        while i < wd {
+            let lo = _mm512_cvtps_pd(_mm256_loadu_ps(xr.add(i)));
+            let hi = _mm512_cvtps_pd(_mm256_loadu_ps(xr.add(i + 8)));
+            ar0 = _mm512_fmadd_pd(_mm512_loadu_pd(r.add(i)), lo, ar0);
+            ar1 = _mm512_fmadd_pd(_mm512_loadu_pd(r.add(i + 8)), hi, ar1);
+            if binary {
+                ah0 = _mm512_fmadd_pd(_mm512_loadu_pd(ch.add(i)), lo, ah0);
+                ah1 = _mm512_fmadd_pd(_mm512_loadu_pd(ch.add(i + 8)), hi, ah1);
+                _mm512_storeu_ps(br.add(i), _mm512_mul_ps(_mm512_loadu_ps(xr.add(i)), _mm512_loadu_ps(sh.add(i))));
+            }
+            i += 16;
+        }
+        let lg = lanes.add(j * 8);
+        _mm512_storeu_pd(lg, _mm512_add_pd(_mm512_loadu_pd(lg), _mm512_add_pd(ar0, ar1)));
+        if binary {
+            let lh = lanes.add((p + j) * 8);
+            _mm512_storeu_pd(lh, _mm512_add_pd(_mm512_loadu_pd(lh), _mm512_add_pd(ah0, ah1)));
+        }
+    }
+}
+
+/// Logistic loss terms over a block of `wd` slots of which the first
+/// `y.len()` are rows: writes residuals `r = sigmoid(z) - y`, `ch = C h` and
+/// `sh = sqrt(C h)` (`h = sigmoid'(z)`), zeros in padding slots; returns the
+/// sums of the loss, of `r` and of `ch`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn logistic_terms(z: &[f64], y: &[f64], wd: usize, c: f64, r: &mut [f64], ch: &mut [f64], sh: &mut [f32], loss: &mut [f64]) -> (f64, f64, f64) {
+    let m = y.len();
+    for i in 0..wd {
         let zi = z[i];
+        let yi = if i < m { y[i] } else { 0.0 };
         let e = exp_neg(zi.abs()); // e^{-|z|} in (0, 1]
         let inv = 1.0 / (1.0 + e);
         let pz = if zi >= 0.0 { inv } else { e * inv };
         let live = if i < m { 1.0 } else { 0.0 };
-        r[i] = live * (pz - y[i]);
-        let h = e * inv * inv;
-        sh[i] = (live * c * h).sqrt() as f32;
-        loss[i] = live * (zi.max(0.0) + log1p_unit(e) - y[i] * zi);
+        r[i] = live * (pz - yi);
+        let chi = live * c * e * inv * inv;
+        ch[i] = chi;
+        sh[i] = chi.sqrt() as f32;
+        loss[i] = live * (zi.max(0.0) + log1p_unit(e) - yi * zi);
     }
-    loss[..mp].iter().sum()
+    (sum8(&loss[..wd]), sum8(&r[..wd]), sum8(&ch[..wd]))
 }
 
-/// Squared-loss terms: `r = z - y`, loss `r^2 / 2`.
+/// Squared-loss terms: `r = z - y`, loss `r^2 / 2`, zeros in padding slots;
+/// returns the sums of the loss and of `r` (and 0).
 #[inline(always)]
-fn squared_terms(z: &[f64], y: &[f64], m: usize, mp: usize, r: &mut [f64], loss: &mut [f64]) -> f64 {
-    for i in 0..mp {
+fn squared_terms(z: &[f64], y: &[f64], wd: usize, r: &mut [f64], loss: &mut [f64]) -> (f64, f64, f64) {
+    let m = y.len();
+    for i in 0..wd {
+        let yi = if i < m { y[i] } else { 0.0 };
         let live = if i < m { 1.0 } else { 0.0 };
-        let ri = live * (z[i] - y[i]);
+        let ri = live * (z[i] - yi);
         r[i] = ri;
         loss[i] = 0.5 * ri * ri;
     }
-    loss[..mp].iter().sum()
+    (sum8(&loss[..wd]), sum8(&r[..wd]), 0.0)
 }
 
 /// `e^{-a}` for `a >= 0`, to about 1 ulp, branch-free (vectorisable).
@@ -283,12 +416,13 @@ pub fn log1p_unit(e: f64) -> f64 {
     2.0 * s * acc
 }
 
-/// Upper-triangle tiles of `B B^T` for `B` = the first `pp` rows of `bt`
-/// (row stride [`CHUNK`], `mp` columns, a multiple of [`LANES`]), in `f32`,
-/// written into `hc` (`pp x pp`, row-major). Diagonal tiles are written whole.
+/// Upper-triangle tiles of `B B^T` for `B` = `pp` rows of `bt` of `mp`
+/// columns each (row stride `mp`, a multiple of [`LANES`]; `pp` a multiple of
+/// the tile edge), in `f32`, written into `hc` (`pp x pp`, row-major).
+/// Diagonal tiles are written whole.
 #[inline(always)]
-fn syrk_upper(bt: &[f32], pp: usize, mp: usize, hc: &mut [f32]) {
-    debug_assert!(bt.len() >= pp * CHUNK && hc.len() >= pp * pp && mp <= CHUNK && mp % LANES == 0);
+fn syrk_upper(bt: &[f32], mp: usize, pp: usize, hc: &mut [f32]) {
+    assert!(bt.len() >= pp * mp && hc.len() >= pp * pp && mp % LANES == 0 && pp % TILE == 0);
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
@@ -308,8 +442,8 @@ fn syrk_scalar(bt: &[f32], pp: usize, mp: usize, hc: &mut [f32]) {
         for k in (j..pp).step_by(TILE) {
             for u in 0..TILE {
                 for v in 0..TILE {
-                    let a = &bt[(j + u) * CHUNK..(j + u) * CHUNK + mp];
-                    let b = &bt[(k + v) * CHUNK..(k + v) * CHUNK + mp];
+                    let a = &bt[(j + u) * mp..(j + u) * mp + mp];
+                    let b = &bt[(k + v) * mp..(k + v) * mp + mp];
                     hc[(j + u) * pp + k + v] = a.iter().zip(b).map(|(x, y)| x * y).sum();
                 }
             }
@@ -328,16 +462,16 @@ unsafe fn syrk_avx512(bt: &[f32], pp: usize, mp: usize, hc: &mut [f32]) {
             let mut l = 0;
             while l < mp {
                 let a = [
-                    _mm512_loadu_ps(base.add(jt * CHUNK + l)),
-                    _mm512_loadu_ps(base.add((jt + 1) * CHUNK + l)),
-                    _mm512_loadu_ps(base.add((jt + 2) * CHUNK + l)),
-                    _mm512_loadu_ps(base.add((jt + 3) * CHUNK + l)),
+                    _mm512_loadu_ps(base.add(jt * mp + l)),
+                    _mm512_loadu_ps(base.add((jt + 1) * mp + l)),
+                    _mm512_loadu_ps(base.add((jt + 2) * mp + l)),
+                    _mm512_loadu_ps(base.add((jt + 3) * mp + l)),
                 ];
                 let b = [
-                    _mm512_loadu_ps(base.add(kt * CHUNK + l)),
-                    _mm512_loadu_ps(base.add((kt + 1) * CHUNK + l)),
-                    _mm512_loadu_ps(base.add((kt + 2) * CHUNK + l)),
-                    _mm512_loadu_ps(base.add((kt + 3) * CHUNK + l)),
+                    _mm512_loadu_ps(base.add(kt * mp + l)),
+                    _mm512_loadu_ps(base.add((kt + 1) * mp + l)),
+                    _mm512_loadu_ps(base.add((kt + 2) * mp + l)),
+                    _mm512_loadu_ps(base.add((kt + 3) * mp + l)),
                 ];
                 for u in 0..TILE {
                     for v in 0..TILE {
@@ -366,9 +500,9 @@ unsafe fn syrk_avx2(bt: &[f32], pp: usize, mp: usize, hc: &mut [f32]) {
             let mut l = 0;
             while l < mp {
                 for u in 0..TILE {
-                    let a = _mm256_loadu_ps(base.add((jt + u) * CHUNK + l));
+                    let a = _mm256_loadu_ps(base.add((jt + u) * mp + l));
                     for v in 0..TILE {
-                        let b = _mm256_loadu_ps(base.add((kt + v) * CHUNK + l));
+                        let b = _mm256_loadu_ps(base.add((kt + v) * mp + l));
                         acc[u * TILE + v] = _mm256_fmadd_ps(a, b, acc[u * TILE + v]);
                     }
                 }
@@ -405,21 +539,77 @@ mod tests {
         }
     }
 
+    /// A feature-major block of `m` rows (`x[i][j]` given row-major), padded.
+    fn block_of(x: &[f32], d: usize, m: usize) -> (Vec<f32>, usize, usize) {
+        let dp = d.div_ceil(TILE) * TILE;
+        let wd = m.div_ceil(LANES) * LANES;
+        let mut b = vec![0.0; dp * wd];
+        for i in 0..m {
+            for j in 0..d {
+                b[j * wd + i] = x[i * d + j];
+            }
+        }
+        (b, dp, wd)
+    }
+
     #[test]
     fn hessian_tiles_match_naive_product() {
-        let d = 6;
-        let pp = padded(d);
-        let mut s = BlockScratch::new(d);
-        let m = 37;
+        let (d, m) = (6, 37);
         let x: Vec<f32> = (0..m * d).map(|i| ((i * 31) % 17) as f32 / 8.0 - 1.0).collect();
-        let mp = m.div_ceil(LANES) * LANES;
-        transpose(&x, d, m, mp, &mut s.xt);
-        syrk_upper(&s.xt, pp, mp, &mut s.hc);
-        for j in 0..=d {
-            for k in j..=d {
-                let xi = |i: usize, j: usize| if j == d { 1.0 } else { x[i * d + j] as f64 };
-                let want: f64 = (0..m).map(|i| xi(i, j) * xi(i, k)).sum();
-                assert!((s.hc[j * pp + k] as f64 - want).abs() < 1e-4, "{j},{k}");
+        let (b, dp, wd) = block_of(&x, d, m);
+        let mut hc = vec![0.0; dp * dp];
+        syrk_upper(&b, wd, dp, &mut hc);
+        let mut hs = vec![0.0; dp * dp];
+        syrk_scalar(&b, dp, wd, &mut hs);
+        for j in 0..d {
+            for k in j..d {
+                let want: f64 = (0..m).map(|i| x[i * d + j] as f64 * x[i * d + k] as f64).sum();
+                assert!((hc[j * dp + k] as f64 - want).abs() < 1e-4, "{j},{k}");
+                assert!((hs[j * dp + k] as f64 - want).abs() < 1e-4, "{j},{k}");
+            }
+        }
+    }
+
+    #[test]
+    fn block_statistics_match_a_naive_f64_computation() {
+        let (d, m) = (5, 70);
+        let x: Vec<f32> = (0..m * d).map(|i| ((i * 7919) % 23) as f32 / 11.0 - 1.0).collect();
+        let y: Vec<f64> = (0..m).map(|i| ((i * 13) % 5 < 2) as u8 as f64).collect();
+        let (b, dp, wd) = block_of(&x, d, m);
+        let blk = Block { x: &b, width: wd, dp, y: &y };
+        let w = [0.4, -0.3, 0.2, 0.0, 0.1, -0.2];
+        let c = 0.7;
+        let p = d + 1;
+        for task in [Task::Binary, Task::Regression] {
+            let mut out = vec![0.0; 1 + p + p * p];
+            let mut s = BlockScratch::new(dp);
+            accumulate_blocks(task, &mut std::iter::once(blk), &[UnitRef { w: &w, c }], &mut out, &mut s);
+            let (mut f, mut g, mut h) = (0.0, vec![0.0; p], vec![0.0; p * p]);
+            for i in 0..m {
+                let xi: Vec<f64> = (0..d).map(|j| x[i * d + j] as f64).chain([1.0]).collect();
+                let z: f64 = xi.iter().zip(&w).map(|(a, b)| a * b).sum();
+                let (l, r, hh) = match task {
+                    Task::Binary => {
+                        let q = 1.0 / (1.0 + (-z).exp());
+                        ((1.0 + z.exp()).ln() - y[i] * z, q - y[i], q * (1.0 - q))
+                    }
+                    Task::Regression => (0.5 * (z - y[i]).powi(2), z - y[i], 1.0),
+                };
+                f += c * l;
+                for j in 0..p {
+                    g[j] += c * r * xi[j];
+                    for k in 0..p {
+                        h[j * p + k] += c * hh * xi[j] * xi[k];
+                    }
+                }
+            }
+            assert!((out[0] - f).abs() < 1e-10 * f.abs(), "{task:?} f");
+            for j in 0..p {
+                assert!((out[1 + j] - g[j]).abs() < 1e-10 * (1.0 + g[j].abs()), "{task:?} g{j}");
+                for k in j..p {
+                    let got = out[1 + p + j * p + k];
+                    assert!((got - h[j * p + k]).abs() < 1e-5 * (1.0 + h[j * p + k].abs()), "{task:?} h{j}{k}: {got} vs {}", h[j * p + k]);
+                }
             }
         }
     }

@@ -13,7 +13,8 @@
 //! The three functions hold no threads and no global state; callers own every
 //! buffer (a [`Scratch`] per worker), so the hot loop does not allocate.
 
-use super::kernel::{accumulate_block, BlockScratch, UnitRef};
+use super::kernel::{accumulate_blocks, BlockScratch, UnitRef};
+use crate::data::layout::Block;
 use super::LinearConfig;
 use crate::data::Task;
 
@@ -32,11 +33,11 @@ pub struct Scratch {
 }
 
 impl Scratch {
-    /// Buffers for `d` features.
-    pub fn new(d: usize) -> Self {
+    /// Buffers for `d` features stored as `dp` feature rows per block.
+    pub fn new(d: usize, dp: usize) -> Self {
         let p = d + 1;
         Scratch {
-            block: BlockScratch::new(d),
+            block: BlockScratch::new(dp),
             chol: vec![0.0; p * p],
         }
     }
@@ -107,18 +108,20 @@ impl UnitState {
     }
 }
 
-/// The partial step for one unit: adds `C * loss`, its gradient and Hessian
-/// (upper triangle) over the rows `x` (row-major, standardised, `y.len()` rows)
-/// at weights `w` into `out` ([`stats_len`] values). The penalty is added by
+/// The partial step: adds, for each unit (the configs of one group), `C *
+/// loss`, its gradient and Hessian (upper triangle) over the given blocks of
+/// the group's standardised rows, into `out` (one [`stats_len`] slice per
+/// unit). Each block is read once for all units. The penalty is added by
 /// [`apply`], once.
-pub fn accumulate(task: Task, x: &[f32], y: &[f64], w: &[f64], c: f64, out: &mut [f64], s: &mut Scratch) {
-    accumulate_block(task, x, y, &[UnitRef { w, c }], out, &mut s.block);
-}
-
-/// The partial step for several units of one group (its configs) at once: the
-/// rows are read once for all of them. `out` holds one [`stats_len`] slice per unit.
-pub fn accumulate_many(task: Task, x: &[f32], y: &[f64], units: &[UnitRef<'_>], out: &mut [f64], s: &mut Scratch) {
-    accumulate_block(task, x, y, units, out, &mut s.block);
+pub fn accumulate<'a>(
+    task: Task,
+    blocks: impl Iterator<Item = Block<'a>>,
+    units: &[UnitRef<'_>],
+    out: &mut [f64],
+    s: &mut Scratch,
+) {
+    let mut blocks = blocks;
+    accumulate_blocks(task, &mut blocks, units, out, &mut s.block);
 }
 
 /// Adds the partial statistics `from` into `into`.
@@ -260,60 +263,83 @@ fn cholesky(h: &[f64], ridge: f64, p: usize, l: &mut [f64]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::linear::LinearParams;
+    use crate::data::layout::{GroupedMatrix, LayoutInput};
+    use crate::linear::{LinearModel, LinearParams};
+
+    /// One group holding every row of `cols` (column-major).
+    fn matrix(cols: &[Vec<f64>], y: &[f64]) -> GroupedMatrix {
+        let n = y.len();
+        let rows: Vec<u32> = (0..n as u32).collect();
+        GroupedMatrix::build(LayoutInput {
+            columns: cols,
+            impute: &vec![0.0; cols.len()],
+            target: y,
+            rows: &rows,
+            group_of: &vec![0; n],
+            n_groups: 1,
+            with_global: false,
+        })
+        .unwrap()
+    }
 
     #[test]
     fn accumulate_hand_computed_binary() {
-        // one feature, two rows, w = 0, b = 0: p = 0.5 for both.
-        // rows x = [1, -1], y = [1, 0], C = 2.
-        // loss = 2 * (2 * ln 2); grad_w = 2 * ((0.5-1)*1 + (0.5-0)*(-1)) = -2
-        // grad_b = 2 * (-0.5 + 0.5) = 0; H = 2 * 0.25 * [[2, 0], [0, 2]]
+        // one feature (already standardised: mean 0, sd 1), two rows, w = 0, b = 0:
+        // p = 0.5 for both. x = [1, -1], y = [1, 0], C = 2.
+        // loss = 2 * (2 ln 2); grad_w = 2 * ((0.5-1)*1 + (0.5-0)*(-1)) = -2
+        // grad_b = 0; H = 2 * 0.25 * [[2, 0], [0, 2]] = I
+        let m = matrix(&[vec![1.0, -1.0]], &[1.0, 0.0]);
         let mut out = vec![0.0; stats_len(1)];
-        let mut s = Scratch::new(1);
-        accumulate(Task::Binary, &[1.0, -1.0], &[1.0, 0.0], &[0.0, 0.0], 2.0, &mut out, &mut s);
+        let mut s = Scratch::new(1, m.dp());
+        accumulate(Task::Binary, m.blocks(0, 0..2), &[UnitRef { w: &[0.0, 0.0], c: 2.0 }], &mut out, &mut s);
         assert!((out[0] - 4.0 * 2f64.ln()).abs() < 1e-12);
         assert_eq!(&out[1..3], &[-2.0, 0.0]);
-        // H in f32: exact up to f32 rounding
-        assert!((out[3] - 1.0).abs() < 1e-6 && out[4] == 0.0 && (out[6] - 1.0).abs() < 1e-6, "{out:?}");
+        assert!((out[3] - 1.0).abs() < 1e-6 && out[4] == 0.0 && (out[6] - 1.0).abs() < 1e-12, "{out:?}");
     }
 
     #[test]
     fn partial_steps_combine_to_the_whole() {
-        let d = 3;
         let n = 600;
-        let x: Vec<f32> = (0..n * d).map(|i| ((i * 7919) % 13) as f32 / 6.0 - 1.0).collect();
+        let cols: Vec<Vec<f64>> = (0..3).map(|j| (0..n).map(|i| (((i * 7919 + j * 31) % 13) as f64) / 6.0 - 1.0).collect()).collect();
         let y: Vec<f64> = (0..n).map(|i| (i % 3 == 0) as u8 as f64).collect();
+        let m = matrix(&cols, &y);
         let w = [0.3, -0.2, 0.1, 0.05];
-        let mut s = Scratch::new(d);
-        let mut whole = vec![0.0; stats_len(d)];
-        accumulate(Task::Binary, &x, &y, &w, 0.7, &mut whole, &mut s);
-        let mut a = vec![0.0; stats_len(d)];
-        let mut b = vec![0.0; stats_len(d)];
-        accumulate(Task::Binary, &x[..250 * d], &y[..250], &w, 0.7, &mut a, &mut s);
-        accumulate(Task::Binary, &x[250 * d..], &y[250..], &w, 0.7, &mut b, &mut s);
+        let units = [UnitRef { w: &w, c: 0.7 }, UnitRef { w: &[0.0; 4], c: 2.0 }];
+        let len = stats_len(3);
+        let mut s = Scratch::new(3, m.dp());
+        let mut whole = vec![0.0; 2 * len];
+        accumulate(Task::Binary, m.blocks(0, 0..n), &units, &mut whole, &mut s);
+        let mut a = vec![0.0; 2 * len];
+        let mut b = vec![0.0; 2 * len];
+        accumulate(Task::Binary, m.blocks(0, 0..256), &units, &mut a, &mut s);
+        accumulate(Task::Binary, m.blocks(0, 256..n), &units, &mut b, &mut s);
         combine(&mut a, &b);
         for (u, v) in a.iter().zip(&whole) {
-            assert!((u - v).abs() <= 1e-5 * v.abs().max(1.0), "{u} vs {v}");
+            assert!((u - v).abs() <= 1e-9 * v.abs().max(1.0), "{u} vs {v}");
         }
     }
 
     #[test]
     fn ridge_one_feature_matches_closed_form() {
-        // minimise C/2 sum (y - w x - b)^2 + w^2/2, x centred: w = C sxy / (C sxx + 1)
-        let x = [-1.0f32, 0.0, 1.0];
+        // raw problem: minimise C/2 sum (y - w x - b)^2 + w^2/2 with x centred:
+        // w = C sxy / (C sxx + 1), b = mean(y).
+        let x = vec![-1.0, 0.0, 1.0];
         let y = [1.0, 2.0, 4.0];
         let c = 0.5;
+        let m = matrix(&[x], &y);
         let cfg = LinearParams::new().c(c).tol(1e-12).check().unwrap();
         let mut u = UnitState::new(Task::Regression, &y, 1);
-        let mut s = Scratch::new(1);
+        let mut s = Scratch::new(1, m.dp());
+        let penalty = [1.0 / (m.scale(0)[0] * m.scale(0)[0])];
         while u.status == Status::Active {
             let mut st = vec![0.0; stats_len(1)];
-            accumulate(Task::Regression, &x, &y, &u.w, c, &mut st, &mut s);
-            apply(&mut u, &mut st, &[1.0], &cfg, 3, &mut s);
+            accumulate(Task::Regression, m.blocks(0, 0..3), &[UnitRef { w: &u.w, c }], &mut st, &mut s);
+            apply(&mut u, &mut st, &penalty, &cfg, 3, &mut s);
         }
+        let raw = LinearModel::from_standardised(&u.w, m.mean(0), m.scale(0));
         let (sxy, sxx) = (3.0, 2.0);
-        assert!((u.w[0] - c * sxy / (c * sxx + 1.0)).abs() < 1e-9, "{:?}", u.w);
-        assert!((u.w[1] - 7.0 / 3.0).abs() < 1e-9);
+        assert!((raw.coef[0] - c * sxy / (c * sxx + 1.0)).abs() < 1e-7, "{raw:?}");
+        assert!((raw.intercept - 7.0 / 3.0).abs() < 1e-7);
         assert_eq!(u.status, Status::Converged);
     }
 }

@@ -93,15 +93,17 @@ impl GroupLoad {
 }
 
 impl Plan {
-    /// Builds the plan for `strategy` over `workers` workers.
-    pub fn build(strategy: Strategy, loads: &[GroupLoad], workers: usize) -> Plan {
+    /// Builds the plan for `strategy` over `workers` workers; a group is only
+    /// cut at multiples of `align` rows from its first row.
+    pub fn build(strategy: Strategy, loads: &[GroupLoad], workers: usize, align: usize) -> Plan {
         let workers = workers.max(1);
+        let align = align.max(1);
         match strategy {
             Strategy::Tp => Plan::task_parallel(loads, workers),
-            Strategy::Fused => Plan::fused(loads, workers),
+            Strategy::Fused => Plan::fused(loads, workers, align),
             Strategy::Auto => {
                 let tp = Plan::task_parallel(loads, workers);
-                let fused = Plan::fused(loads, workers);
+                let fused = Plan::fused(loads, workers, align);
                 let cut = fused.workers.iter().flatten().filter(|s| !s.whole).count();
                 // Fused is balanced by construction; a cut group costs one extra
                 // reduction, counted as a small fraction of the ideal makespan.
@@ -140,7 +142,7 @@ impl Plan {
     }
 
     /// Fused: equal-cost contiguous ranges of the group-sorted rows.
-    fn fused(loads: &[GroupLoad], workers: usize) -> Plan {
+    fn fused(loads: &[GroupLoad], workers: usize, align: usize) -> Plan {
         let total: f64 = loads.iter().map(GroupLoad::cost).sum();
         let budget = total / workers as f64;
         let mut plan = vec![Vec::new(); workers];
@@ -162,7 +164,7 @@ impl Plan {
                 let take = if fit >= (l.rows.end - start) as f64 {
                     l.rows.end - start
                 } else {
-                    fit as usize
+                    (fit as usize / align) * align
                 };
                 if take > 0 {
                     plan[w].push(Shard {
@@ -223,7 +225,7 @@ mod tests {
 
     #[test]
     fn tp_is_lpt() {
-        let p = Plan::build(Strategy::Tp, &loads(&[5, 3, 3, 2, 1]), 2);
+        let p = Plan::build(Strategy::Tp, &loads(&[5, 3, 3, 2, 1]), 2, 1);
         let groups: Vec<Vec<usize>> = p.workers.iter().map(|w| w.iter().map(|s| s.group).collect()).collect();
         // 5 -> w0; 3 -> w1; 3 -> w1 (3 < 5); 2 -> w0 (5 < 6); 1 -> w0 or w1 (7 vs 6) -> w1
         assert_eq!(groups, vec![vec![0, 3], vec![1, 2, 4]]);
@@ -233,7 +235,7 @@ mod tests {
     #[test]
     fn fused_cuts_evenly_and_marks_whole_shards() {
         let l = loads(&[90, 5, 5]);
-        let p = Plan::build(Strategy::Fused, &l, 2);
+        let p = Plan::build(Strategy::Fused, &l, 2, 1);
         assert_eq!(
             p.workers[0],
             vec![Shard { group: 0, rows: 0..50, whole: false }]
@@ -247,9 +249,20 @@ mod tests {
     #[test]
     fn auto_avoids_tp_when_one_group_dominates() {
         let skewed = loads(&[90, 5, 5]);
-        assert_eq!(Plan::build(Strategy::Auto, &skewed, 2).strategy, Strategy::Fused);
+        assert_eq!(Plan::build(Strategy::Auto, &skewed, 2, 1).strategy, Strategy::Fused);
         let even = loads(&[10; 20]);
-        assert_eq!(Plan::build(Strategy::Auto, &even, 2).strategy, Strategy::Tp);
+        assert_eq!(Plan::build(Strategy::Auto, &even, 2, 1).strategy, Strategy::Tp);
+    }
+
+    #[test]
+    fn fused_cuts_only_at_aligned_rows() {
+        let l = loads(&[1000, 10]);
+        let p = Plan::build(Strategy::Fused, &l, 3, 256);
+        for s in p.workers.iter().flatten() {
+            assert!(s.rows.start % 256 == 0 || s.group == 1, "{s:?}");
+        }
+        let covered: usize = p.workers.iter().flatten().map(|s| s.rows.len()).sum();
+        assert_eq!(covered, 1010);
     }
 
     #[test]
@@ -257,7 +270,7 @@ mod tests {
         let mut l = loads(&[4, 4]);
         l[0].units = 0;
         for s in [Strategy::Tp, Strategy::Fused] {
-            let p = Plan::build(s, &l, 3);
+            let p = Plan::build(s, &l, 3, 1);
             assert!(p.workers.iter().flatten().all(|s| s.group == 1));
         }
     }

@@ -27,9 +27,9 @@ impl Grid {
     /// Parses specs like `C=0.01,0.1,1` (one name per spec; a name twice is an error).
     ///
     /// ```
-    /// let g = groupfit::tune::Grid::parse(&["C=0.1,1".into(), "tol=1e-8".into()]).unwrap();
+    /// let g = groupfit::tune::Grid::parse(&["C=0.1,1".into(), "max_iter=50".into()]).unwrap();
     /// assert_eq!(g.points().len(), 2);
-    /// assert_eq!(g.points()[1].name, "C=1,tol=1e-8");
+    /// assert_eq!(g.points()[1].name, "C=1,max_iter=50");
     /// ```
     pub fn parse(specs: &[String]) -> Result<Grid> {
         let mut params: Vec<(String, Vec<f64>)> = Vec::new();
