@@ -120,6 +120,12 @@ fn main() {
     }
 }
 
+/// Writes one line to stdout; a closed pipe (`| head`) is not an error.
+fn emit(line: &str) {
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(o, "{line}");
+}
+
 /// A progress bar on stderr, drawn only on a terminal and only once a run has
 /// taken more than a second.
 struct Progress {
@@ -200,7 +206,7 @@ fn train(a: TrainArgs) -> Result<()> {
     out.bundle.save(&a.out)?;
     out.summary.wall_s = start.elapsed().as_secs_f64();
     if a.json {
-        println!("{}", serde_json::to_string(&out.summary)?);
+        emit(&serde_json::to_string(&out.summary)?);
     } else {
         print_train_summary(&out.bundle, &out.summary, &a.out);
     }
@@ -328,7 +334,7 @@ fn print_train_summary(b: &ModelBundle, s: &job::Summary, out: &Path) {
 fn predict(a: PredictArgs) -> Result<()> {
     let r = job::predict_file(&a.model, &a.data, &a.out)?;
     if a.json {
-        println!("{}", serde_json::to_string(&r)?);
+        emit(&serde_json::to_string(&r)?);
     } else {
         eprintln!(
             "predicted {} rows -> {} (own model {}, global model {}, of which unseen groups {})",
@@ -356,7 +362,10 @@ fn inspect(a: InspectArgs) -> Result<()> {
                     "route": g.route,
                     "config": g.config.map(|k| b.configs[k].name.clone()),
                     "valid": g.valid,
+                    "valid_by_config": g.valid_by_config,
                     "fallback": g.fallback,
+                    "iterations": g.iterations,
+                    "model": g.model,
                 })
             })
             .collect();
@@ -369,14 +378,16 @@ fn inspect(a: InspectArgs) -> Result<()> {
             "features": b.features,
             "target": b.target,
             "configs": b.configs.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
-            "global": {"config": b.configs[b.global.config].name, "valid": b.global.valid},
+            "impute": b.impute,
+            "global": {"config": b.configs[b.global.config].name, "valid": b.global.valid, "model": b.global.model},
             "groups": groups,
             "summary": b.summary,
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        emit(&serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
-    let mut o = std::io::stdout().lock();
+    let mut buf: Vec<u8> = Vec::new();
+    let o = &mut buf;
     writeln!(o, "model file   {} (format v{}, groupfit {})", a.model.display(), b.format_version, b.groupfit_version)?;
     writeln!(o, "family       {} ({}), target '{}'", b.family, b.task.name(), b.target)?;
     writeln!(o, "keys         {}", b.key_columns.join(", "))?;
@@ -428,5 +439,6 @@ fn inspect(a: InspectArgs) -> Result<()> {
             writeln!(o, "  {f}")?;
         }
     }
+    let _ = std::io::stdout().lock().write_all(&buf);
     Ok(())
 }
