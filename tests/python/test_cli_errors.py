@@ -427,3 +427,32 @@ def test_one_class_group_falls_back_to_global(gf, tmp_path):
     assert s["fallback"]["one_class"] == 1 and s["fallback"]["few_rows"] == 0
     groups = gf.groups_by_key(gf.inspect(tmp_path / "m.gfm"))
     assert groups["zeros"]["route"] == "global" and "one class" in groups["zeros"]["fallback"]
+
+
+def test_min_rows_boundary(gf, tmp_path):
+    """A group with exactly --min-rows training rows gets its own model; one row fewer does not."""
+    cols = base_cols(n=300, seed=9)
+    g = np.array(cols["g"], dtype=object)
+    g[:12] = "twelve"
+    g[12:23] = "eleven"
+    cols["g"] = g.tolist()
+    cols["y"] = cols["y"].copy()
+    cols["y"][:23] = np.arange(23) % 2  # both classes in each small group
+    data = gf.write_parquet(tmp_path / "t.parquet", cols)
+    s = gf.train(data, tmp_path / "m.gfm", "g", "y", "--valid-fraction", "0", "--min-rows", "12")
+    groups = gf.groups_by_key(gf.inspect(tmp_path / "m.gfm"))
+    assert groups["twelve"]["route"] == "own" and groups["twelve"]["n_train"] == 12
+    assert groups["eleven"]["route"] == "global" and groups["eleven"]["n_train"] == 11
+    assert s["fallback"]["few_rows"] == 1 and s["routes"]["groups_own"] == 3
+
+
+def test_inspect_text_lists_groups(gf, model):
+    rc, stdout, stderr = gf.run("inspect", model, "--top", "0")
+    assert rc == 0 and stderr == ""
+    lines = stdout.splitlines()
+    assert any(ln.startswith("keys") and "g" in ln for ln in lines)
+    assert any(ln.startswith("features") and "f0, f1, f2" in ln for ln in lines)
+    rows = [ln.split()[0] for ln in lines if ln.split() and ln.split()[0] in {"a", "b", "c"}]
+    assert sorted(rows) == ["a", "b", "c"]
+    rc, stdout, _ = gf.run("inspect", model, "--top", "1")
+    assert rc == 0 and "2 more groups" in stdout

@@ -166,3 +166,77 @@ def test_rows_with_missing_target_are_dropped(gf, tmp_path):
         assert groups[key]["n_train"] == int(rows.sum())
         assert_matches(f"group {key}", gf.coef(groups[key]), sk_fit("regression", c, x[rows], y[rows]))
     assert_matches("global", gf.coef(ins["global"]), sk_fit("regression", c, x[keep], y[keep]))
+
+
+def test_regression_is_exact_after_one_newton_step(gf, tmp_path):
+    """Ridge is quadratic: one Newton step lands on the optimum, so even max_iter=1
+    must match sklearn, and nothing is reported as not converged."""
+    cols, _ = make_grouped(seed=31, sizes={"a": 400, "b": 700}, d=5, task="regression")
+    data = gf.write_parquet(tmp_path / "t.parquet", cols)
+    s = gf.train(data, tmp_path / "m.gfm", "g", "y", "--task", "regression", "--param", "C=0.3",
+                 "--param", "max_iter=1", "--valid-fraction", "0")
+    assert s["not_converged"] == 0
+    ins = gf.inspect(tmp_path / "m.gfm")
+    x, y, g = features_of(cols), np.asarray(cols["y"]), np.asarray(cols["g"])
+    groups = gf.groups_by_key(ins)
+    for key in ["a", "b"]:
+        rows = g == key
+        assert_matches(f"group {key}", gf.coef(groups[key]), sk_fit("regression", 0.3, x[rows], y[rows]))
+
+
+def test_binary_iteration_limit_is_reported(gf, tmp_path):
+    cols, _ = make_grouped(seed=32, sizes={"a": 400, "b": 700}, d=5, task="binary")
+    data = gf.write_parquet(tmp_path / "t.parquet", cols)
+    limit = ["--param", "max_iter=1", "--valid-fraction", "0"]
+    s = gf.train(data, tmp_path / "m.gfm", "g", "y", *limit)
+    assert s["not_converged"] == s["models"] == 3
+    rc, stdout, stderr = gf.run("train", "--data", data, "--by", "g", "--target", "y", *limit, "--out", tmp_path / "m2.gfm")
+    assert rc == 0 and stdout == ""
+    assert "warning: 3 models stopped at their iteration limit" in stderr
+    # With the default limit every model converges.
+    s = gf.train(data, tmp_path / "m3.gfm", "g", "y", "--valid-fraction", "0")
+    assert s["not_converged"] == 0
+
+
+def test_validation_file_does_not_leak_into_fit_or_imputation(gf, tmp_path):
+    """With --valid, models and imputation values come from the training file only."""
+    cols, _ = make_grouped(seed=41, sizes={"a": 500, "b": 800}, d=3, task="binary")
+    f1 = np.array(cols["f1"], dtype=np.float32)
+    f1[::9] = np.nan
+    cols["f1"] = f1
+    vcols, _ = make_grouped(seed=42, sizes={"a": 300, "b": 300}, d=3, task="binary")
+    vcols["f1"] = (np.asarray(vcols["f1"]) * 100 + 1000).astype(np.float32)  # far from training values
+    data = gf.write_parquet(tmp_path / "t.parquet", cols)
+    valid = gf.write_parquet(tmp_path / "v.parquet", vcols)
+    c = 0.7
+    s = gf.train(data, tmp_path / "m.gfm", "g", "y", "--valid", valid, "--param", f"C={c}", *TIGHT)
+    assert s["rows_train"] == 1300 and s["rows_valid"] == 600
+    ins = gf.inspect(tmp_path / "m.gfm")
+    x, y, g = features_of(cols), np.asarray(cols["y"]), np.asarray(cols["g"])
+    means = np.nanmean(x, axis=0)
+    np.testing.assert_allclose(ins["impute"], means, rtol=1e-12)
+    xi = np.where(np.isnan(x), means, x)
+    groups = gf.groups_by_key(ins)
+    for key in ["a", "b"]:
+        rows = g == key
+        assert groups[key]["n_valid"] == 300
+        assert_matches(f"group {key}", gf.coef(groups[key]), sk_fit("binary", c, xi[rows], y[rows]))
+    assert_matches("global", gf.coef(ins["global"]), sk_fit("binary", c, xi, y))
+
+
+def test_many_row_groups_in_the_parquet_file(gf, tmp_path):
+    """A file written in many small row groups gives the same models as one row group."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cols, _ = make_grouped(seed=51, sizes={"a": 900, "b": 1100}, d=5, task="binary")
+    table = pa.table(cols)
+    pq.write_table(table, tmp_path / "one.parquet")
+    pq.write_table(table, tmp_path / "many.parquet", row_group_size=97)
+    assert pq.ParquetFile(tmp_path / "many.parquet").num_row_groups > 10
+    out = {}
+    for name in ["one", "many"]:
+        gf.train(tmp_path / f"{name}.parquet", tmp_path / f"{name}.gfm", "g", "y", "--valid-fraction", "0")
+        out[name] = gf.inspect(tmp_path / f"{name}.gfm")
+    assert out["one"]["groups"] == out["many"]["groups"]
+    assert out["one"]["global"] == out["many"]["global"]
