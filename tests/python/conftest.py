@@ -1,7 +1,8 @@
 """Shared helpers for the tests that drive the `groupfit` command-line binary.
 
 The binary is taken from the environment variable GROUPFIT_BIN, or else from
-<repo>/target/release/groupfit (build it with `cargo build --release`).
+<repo>/target/release/groupfit (or $CARGO_TARGET_DIR/release/groupfit when that
+is set); build it with `cargo build --release`.
 
 Fixtures:
   gf        -- a `GF` object: run / train / predict / inspect / parquet helpers.
@@ -23,7 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-DEFAULT_BIN = REPO / "target" / "release" / "groupfit"
+DEFAULT_BIN = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target") / "release" / "groupfit"
 
 # Solver settings that make the engine converge far below the test tolerances.
 TIGHT = ["--param", "tol=1e-10", "--param", "max_iter=200"]
