@@ -240,3 +240,24 @@ def test_many_row_groups_in_the_parquet_file(gf, tmp_path):
         out[name] = gf.inspect(tmp_path / f"{name}.gfm")
     assert out["one"]["groups"] == out["many"]["groups"]
     assert out["one"]["global"] == out["many"]["global"]
+
+
+BOUNDARY_SIZES = {f"n{n}": n for n in [10, 11, 15, 16, 17, 31, 32, 33, 255, 256, 257, 511, 512, 513, 1000]}
+
+
+@pytest.mark.parametrize("task", ["binary", "regression"])
+@pytest.mark.parametrize("d", [1, 3, 8, 9, 13])
+def test_block_and_padding_boundaries(gf, tmp_path, task, d):
+    """Group sizes around the SIMD-lane (16) and block (256) boundaries and feature
+    counts around the padding unit (4), split across threads by the fused strategy."""
+    cols, _ = make_grouped(seed=100 + d, sizes=BOUNDARY_SIZES, d=d, task=task)
+    c = 0.5
+    _, ins = train_one_config(gf, tmp_path, cols, task, c,
+                              extra=("--min-rows", "1", "--strategy", "fused", "--threads", "2"))
+    x, y, g = features_of(cols), np.asarray(cols["y"]), np.asarray(cols["g"])
+    groups = gf.groups_by_key(ins)
+    for key, n in BOUNDARY_SIZES.items():
+        assert groups[key]["route"] == "own" and groups[key]["n_train"] == n
+        rows = g == key
+        assert_matches(f"group {key}, d={d}", gf.coef(groups[key]), sk_fit(task, c, x[rows], y[rows]))
+    assert_matches(f"global, d={d}", gf.coef(ins["global"]), sk_fit(task, c, x, y))

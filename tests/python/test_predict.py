@@ -187,6 +187,17 @@ def test_train_summary_matches_recomputation(gf, tmp_path, task):
     valid_groups = {("a", 0): 150, ("b", 0): 100, ("c", 0): 60, ("d", 0): 30, ("zz", 0): 25}
     tr = make_two_key_data(10, task, train_groups)
     va = make_two_key_data(11, task, valid_groups)  # fresh rows, same per-group truths
+    # Three validation rows of group a lose their target (dropped and counted) and 5 % of
+    # the validation features are missing (imputed with the training means).
+    drop_idx = np.flatnonzero(np.asarray(va["origin"]) == "a")[:3]
+    va["y"] = np.asarray(va["y"], dtype=float).copy()
+    va["y"][drop_idx] = np.nan
+    rng = np.random.default_rng(1)
+    for f in FEATURES:
+        v = np.asarray(va[f], dtype=float).copy()
+        v[rng.random(len(v)) < 0.05] = np.nan
+        va[f] = v
+    n_valid = {**valid_groups, ("a", 0): valid_groups[("a", 0)] - 3}
     configs = ["0.01", "0.1", "1", "10"]
     model = tmp_path / "m.gfm"
     s = gf.train(
@@ -204,12 +215,12 @@ def test_train_summary_matches_recomputation(gf, tmp_path, task):
     assert s["task"] == task and s["task_inferred"] is False
     assert s["features"] == FEATURES
     assert s["rows_train"] == sum(train_groups.values())
-    assert s["rows_valid"] == sum(valid_groups.values())
-    assert s["rows_dropped_missing_target"] == 0
+    assert s["rows_valid"] == sum(n_valid.values())
+    assert s["rows_dropped_missing_target"] == 3
     assert s["routes"] == {
         "groups_own": 4,
         "groups_global": 1,
-        "valid_rows_own": 150 + 100 + 60,
+        "valid_rows_own": 147 + 100 + 60,
         "valid_rows_global": 30 + 25,
         "valid_rows_unseen": 25,
     }
@@ -224,7 +235,7 @@ def test_train_summary_matches_recomputation(gf, tmp_path, task):
 
     # Per-group selection: the chosen config minimises the validation metric.
     for key, e in groups.items():
-        assert e["n_valid"] == valid_groups.get((key, 0), 0)
+        assert e["n_valid"] == n_valid.get((key, 0), 0)
         assert e["n_train"] == train_groups[(key, 0)]
         if e["route"] == "own" and e["n_valid"] > 0:
             by = e["valid_by_config"]
@@ -232,9 +243,11 @@ def test_train_summary_matches_recomputation(gf, tmp_path, task):
             assert e["config"] == f"C={configs[int(np.argmin(by))]}"
 
     # Metrics recomputed in numpy from inspect's coefficients.
-    x = np.column_stack([np.asarray(va[f], dtype=float) for f in FEATURES])
-    y = np.asarray(va["y"], dtype=float)
-    keys = list(va["origin"])
+    has_y = ~np.isnan(va["y"])
+    x = np.column_stack([np.asarray(va[f], dtype=float) for f in FEATURES])[has_y]
+    y = va["y"][has_y]
+    keys = [k for k, h in zip(va["origin"], has_y) if h]
+    assert np.isnan(x).any()
     pred, *_ = expected_predictions(gf, ins, keys, x)
     metric = "logloss" if task == "binary" else "rmse"
     per_group = []
