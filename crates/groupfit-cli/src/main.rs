@@ -90,6 +90,9 @@ struct PredictArgs {
     /// Output Parquet: the key columns plus `prediction`, input row order.
     #[arg(long)]
     out: PathBuf,
+    /// Also write a `route` column: own, fallback (group too small / one class) or unseen.
+    #[arg(long)]
+    with_route: bool,
     /// Print a JSON report on stdout.
     #[arg(long)]
     json: bool,
@@ -332,7 +335,7 @@ fn print_train_summary(b: &ModelBundle, s: &job::Summary, out: &Path) {
 }
 
 fn predict(a: PredictArgs) -> Result<()> {
-    let r = job::predict_file(&a.model, &a.data, &a.out)?;
+    let r = job::predict_file(&a.model, &a.data, &a.out, a.with_route)?;
     if a.json {
         emit(&serde_json::to_string(&r)?);
     } else {

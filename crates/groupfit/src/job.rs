@@ -16,10 +16,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::keys::{display_key, GroupEncoder};
 use crate::data::layout::{GroupedMatrix, LayoutInput};
-use crate::data::{default_features, is_numeric, missing_column, numeric_column, parquet_schema, read_parquet, row_uniform, Task};
+use crate::data::{default_features, is_numeric, missing_column, numeric_column, parquet_schema, read_parquet, row_uniform, Column, Task};
 use crate::error::{GroupfitError, Result};
 use crate::exec::PassProgress;
 use crate::linear::grouped::{fit_grouped, FittedUnit};
+use crate::linear::{sigmoid, LinearModel};
 use crate::metrics;
 use crate::plan::Strategy;
 use crate::store::{FittedModel, GlobalEntry, GroupEntry, ModelBundle, Route, Scores, FORMAT_VERSION};
@@ -194,21 +195,11 @@ pub fn resolve_threads(threads: usize) -> usize {
 
 /// Rows to score: indices into feature columns, their group (None: unseen) and target.
 struct ScoreRows<'a> {
-    cols: &'a [Vec<f64>],
+    cols: &'a [Column],
     impute: &'a [f64],
     target: &'a [f64],
     idx: Vec<u32>,
     gid: Vec<Option<u32>>,
-}
-
-impl ScoreRows<'_> {
-    fn row(&self, i: usize, out: &mut [f64]) {
-        let r = self.idx[i] as usize;
-        for (j, c) in self.cols.iter().enumerate() {
-            let v = c[r];
-            out[j] = if v.is_nan() { self.impute[j] } else { v };
-        }
-    }
 }
 
 fn check_columns(path: &Path, schema: &Schema, by: &[String], target: &str, features: &[String]) -> Result<()> {
@@ -253,6 +244,14 @@ fn score(task: Task, y: &[f64], p: &[f64]) -> Scores {
             rmse: Some(metrics::rmse(y, p)),
             ..Scores::default()
         },
+    }
+}
+
+/// The selection metric alone (no AUC): log-loss or RMSE.
+fn primary_only(task: Task, y: &[f64], p: &[f64]) -> f64 {
+    match task {
+        Task::Binary => metrics::logloss(y, p),
+        Task::Regression => metrics::rmse(y, p),
     }
 }
 
@@ -325,7 +324,8 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
     let mut wanted = spec.by.clone();
     wanted.push(spec.target.clone());
     wanted.extend(features.iter().cloned());
-    let batch = read_parquet(path, &wanted)?;
+    let threads = resolve_threads(spec.threads);
+    let batch = read_parquet(path, &wanted, threads)?;
     stamp("read parquet");
     let n = batch.num_rows();
     if n == 0 {
@@ -335,10 +335,10 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
         });
     }
     let target = numeric_column(batch.column(nk), &spec.target, path, true)?;
-    let cols: Vec<Vec<f64>> = features
+    let cols: Vec<Column> = features
         .iter()
         .enumerate()
-        .map(|(j, f)| numeric_column(batch.column(nk + 1 + j), f, path, true))
+        .map(|(j, f)| Column::from_array(batch.column(nk + 1 + j), f, path, true))
         .collect::<Result<_>>()?;
     stamp("numeric columns");
     let mut enc = GroupEncoder::new(nk);
@@ -400,35 +400,17 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
     let n_groups = keys.len();
     drop(enc);
 
-    // Imputation values: training means (0 for a column with no value at all).
-    let impute: Vec<f64> = cols
-        .iter()
-        .map(|c| {
-            let (s, k) = train_rows.iter().fold((0.0, 0usize), |(s, k), &r| {
-                let v = c[r as usize];
-                if v.is_nan() {
-                    (s, k)
-                } else {
-                    (s + v, k + 1)
-                }
-            });
-            if k > 0 {
-                s / k as f64
-            } else {
-                0.0
-            }
-        })
-        .collect();
     stamp("split and imputation");
     let matrix = GroupedMatrix::build(LayoutInput {
         columns: &cols,
-        impute: &impute,
         target: &target,
         rows: &train_rows,
         group_of: &train_gid,
         n_groups,
         with_global: true,
+        threads,
     })?;
+    let impute = matrix.impute().to_vec();
     stamp("layout");
     let load_s = t0.elapsed().as_secs_f64();
     let t_train = Instant::now();
@@ -463,7 +445,6 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
     }
 
     on(Event::Stage("training"));
-    let threads = resolve_threads(spec.threads);
     let (fitted, report) = fit_grouped(&matrix, task, &configs, &fit, spec.strategy, threads, &mut |p| {
         on(Event::Pass(p))
     });
@@ -478,7 +459,7 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
     let rows = if let Some(vp) = &spec.valid {
         let vschema = parquet_schema(vp)?;
         check_columns(vp, &vschema, &spec.by, &spec.target, &features)?;
-        valid_batch = read_parquet(vp, &wanted)?;
+        valid_batch = read_parquet(vp, &wanted, threads)?;
         valid_target = numeric_column(valid_batch.column(nk), &spec.target, vp, true)?;
         if task == Task::Binary {
             check_binary(&valid_target, &spec.target, vp)?;
@@ -486,7 +467,7 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
         valid_cols = features
             .iter()
             .enumerate()
-            .map(|(j, f)| numeric_column(valid_batch.column(nk + 1 + j), f, vp, true))
+            .map(|(j, f)| Column::from_array(valid_batch.column(nk + 1 + j), f, vp, true))
             .collect::<Result<Vec<_>>>()?;
         let lookup = GroupEncoder::from_keys(&keys).lookup(&valid_batch.columns()[..nk])?;
         let mut idx = Vec::new();
@@ -523,7 +504,7 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
         }
     };
     stamp("validation data");
-    let selection = select(task, &rows, &fitted, n_groups, configs.len())?;
+    let selection = select(task, &rows, &fitted, n_groups, configs.len(), threads)?;
     stamp("selection");
 
     // Assemble the bundle.
@@ -639,6 +620,32 @@ struct GroupSelection {
     by_config: Vec<f64>,
 }
 
+/// Runs `f(i)` for `i in 0..n` on up to `threads` threads (contiguous ranges
+/// of equal total `weight`), returning the results in order.
+fn par_map<T: Send>(n: usize, threads: usize, weight: &(dyn Fn(usize) -> usize + Sync), f: &(dyn Fn(usize) -> T + Sync)) -> Vec<T> {
+    if threads <= 1 || n < 2 {
+        return (0..n).map(f).collect();
+    }
+    let total: usize = (0..n).map(weight).sum::<usize>().max(1);
+    let mut cuts = vec![0];
+    let mut acc = 0;
+    for i in 0..n {
+        acc += weight(i);
+        if acc * threads >= total * cuts.len() && cuts.len() < threads {
+            cuts.push(i + 1);
+        }
+    }
+    cuts.push(n);
+    cuts.dedup();
+    std::thread::scope(|s| {
+        let hs: Vec<_> = cuts.windows(2).map(|w| {
+            let (a, b) = (w[0], w[1]);
+            s.spawn(move || (a..b).map(f).collect::<Vec<T>>())
+        }).collect();
+        hs.into_iter().flat_map(|h| h.join().expect("scoring thread panicked")).collect()
+    })
+}
+
 /// Scores every config on every group's validation rows and picks the best.
 fn select(
     task: Task,
@@ -646,69 +653,99 @@ fn select(
     fitted: &[Vec<FittedUnit>],
     n_groups: usize,
     n_configs: usize,
+    threads: usize,
 ) -> Result<Selection> {
     let d = rows.cols.len();
     let n = rows.idx.len();
-    // Bucket validation rows by group (unseen rows only feed the global model).
-    let mut by_group: Vec<Vec<usize>> = vec![Vec::new(); n_groups];
-    for (i, g) in rows.gid.iter().enumerate() {
-        if let Some(g) = g {
-            by_group[*g as usize].push(i);
-        }
-    }
-    let mut x = vec![0.0; d];
-    let ys: Vec<f64> = (0..n).map(|i| rows.target[rows.idx[i] as usize]).collect();
-    // Global model: chosen on all validation rows pooled.
-    let global = &fitted[n_groups];
     if n == 0 && n_configs > 1 {
         return Err(GroupfitError::arg(format!(
             "no validation rows to choose among {n_configs} configs; pass --valid or a --valid-fraction above 0"
         )));
     }
-    let mut global_pred = vec![vec![0.0; n]; n_configs];
+    // Validation rows sorted by group (unseen rows last), as a dense imputed matrix.
+    let key = |i: usize| rows.gid[i].map_or(n_groups, |g| g as usize);
+    let mut start = vec![0usize; n_groups + 2];
     for i in 0..n {
-        rows.row(i, &mut x);
-        for k in 0..n_configs {
-            global_pred[k][i] = global[k].model.predict_row(task, &x);
-        }
+        start[key(i) + 1] += 1;
     }
+    for g in 0..=n_groups {
+        start[g + 1] += start[g];
+    }
+    let mut cursor = start.clone();
+    let mut order = vec![0usize; n];
+    for i in 0..n {
+        let k = key(i);
+        order[cursor[k]] = i;
+        cursor[k] += 1;
+    }
+    // Feature columns in that order (column-major), imputed.
+    let xc: Vec<Vec<f64>> = par_map(d, threads, &|_| 1, &|j| {
+        let fill = rows.impute[j];
+        crate::with_values!(rows.cols[j], |v| order
+            .iter()
+            .map(|&i| {
+                let val: f64 = v[rows.idx[i] as usize].into();
+                if val.is_nan() {
+                    fill
+                } else {
+                    val
+                }
+            })
+            .collect())
+    });
+    let ys: Vec<f64> = order.iter().map(|&i| rows.target[rows.idx[i] as usize]).collect();
+    let predict = |m: &LinearModel, range: std::ops::Range<usize>| -> Vec<f64> {
+        let mut z = vec![m.intercept; range.len()];
+        for (w, col) in m.coef.iter().zip(&xc) {
+            for (zv, &xv) in z.iter_mut().zip(&col[range.clone()]) {
+                *zv += w * xv;
+            }
+        }
+        if task == Task::Binary {
+            z.iter_mut().for_each(|v| *v = sigmoid(*v));
+        }
+        z
+    };
+    // Global model: chosen on all validation rows pooled.
+    let global = &fitted[n_groups];
+    let chunk = 8192;
+    let n_chunks = n.div_ceil(chunk);
+    let global_pred: Vec<Vec<f64>> = (0..n_configs)
+        .map(|k| {
+            par_map(n_chunks, threads, &|_| 1, &|c| predict(&global[k].model, c * chunk..((c + 1) * chunk).min(n)))
+                .concat()
+        })
+        .collect();
     let global_by: Vec<f64> = (0..n_configs)
-        .map(|k| if n > 0 { primary(task, &score(task, &ys, &global_pred[k])) } else { 0.0 })
+        .map(|k| if n > 0 { primary_only(task, &ys, &global_pred[k]) } else { 0.0 })
         .collect();
     let global_config = argmin(&global_by);
     let global_scores = if n > 0 { score(task, &ys, &global_pred[global_config]) } else { Scores::default() };
 
-    let mut groups = Vec::with_capacity(n_groups);
-    let mut yb = Vec::new();
-    let mut pb = Vec::new();
-    for (g, members) in by_group.iter().enumerate() {
+    let groups = par_map(n_groups, threads, &|g| start[g + 1] - start[g] + 1, &|g| {
+        let range = start[g]..start[g + 1];
+        let yb = &ys[range.clone()];
         let mut sel = GroupSelection {
-            n_valid: members.len(),
+            n_valid: range.len(),
             ..GroupSelection::default()
         };
-        yb.clear();
-        yb.extend(members.iter().map(|&i| ys[i]));
-        if !fitted[g].is_empty() {
-            let mut preds = vec![vec![0.0; members.len()]; n_configs];
-            for (m, &i) in members.iter().enumerate() {
-                rows.row(i, &mut x);
-                for k in 0..n_configs {
-                    preds[k][m] = fitted[g][k].model.predict_row(task, &x);
-                }
-            }
-            if !members.is_empty() {
-                sel.by_config = (0..n_configs).map(|k| primary(task, &score(task, &yb, &preds[k]))).collect();
-                let k = argmin(&sel.by_config);
-                sel.chosen = Some(k);
-                sel.scores = score(task, &yb, &preds[k]);
-            }
-        } else if !members.is_empty() {
-            pb.clear();
-            pb.extend(members.iter().map(|&i| global_pred[global_config][i]));
-            sel.scores = score(task, &yb, &pb);
+        if range.is_empty() {
+            return sel;
         }
-        groups.push(sel);
-    }
+        if !fitted[g].is_empty() {
+            let preds: Vec<Vec<f64>> = fitted[g]
+                .iter()
+                .map(|u| predict(&u.model, range.clone()))
+                .collect();
+            sel.by_config = preds.iter().map(|p| primary_only(task, yb, p)).collect();
+            let k = argmin(&sel.by_config);
+            sel.chosen = Some(k);
+            sel.scores = score(task, yb, &preds[k]);
+        } else {
+            sel.scores = score(task, yb, &global_pred[global_config][range]);
+        }
+        sel
+    });
     Ok(Selection {
         global_config,
         global_scores,
@@ -729,8 +766,9 @@ pub struct PredictReport {
     pub unseen: usize,
 }
 
-/// Predictions for every row of `data`, with the input's key columns.
-pub fn predict_batch(bundle: &ModelBundle, data: &Path) -> Result<(RecordBatch, PredictReport)> {
+/// Predictions for every row of `data`, with the input's key columns, then
+/// `prediction` and, with `with_route`, `route` (`own`, `fallback`, `unseen`).
+pub fn predict_batch(bundle: &ModelBundle, data: &Path, with_route: bool) -> Result<(RecordBatch, PredictReport)> {
     let schema = parquet_schema(data)?;
     for c in bundle.key_columns.iter().chain(&bundle.features) {
         if schema.index_of(c).is_err() {
@@ -739,7 +777,7 @@ pub fn predict_batch(bundle: &ModelBundle, data: &Path) -> Result<(RecordBatch, 
     }
     let mut wanted = bundle.key_columns.clone();
     wanted.extend(bundle.features.iter().cloned());
-    let batch = read_parquet(data, &wanted)?;
+    let batch = read_parquet(data, &wanted, resolve_threads(0))?;
     let nk = bundle.key_columns.len();
     let keys: Vec<ArrayRef> = batch.columns()[..nk].to_vec();
     let preds = bundle.predict(&keys, &batch.columns()[nk..], data)?;
@@ -747,6 +785,10 @@ pub fn predict_batch(bundle: &ModelBundle, data: &Path) -> Result<(RecordBatch, 
     fields.push(Field::new("prediction", DataType::Float64, false));
     let mut columns = keys;
     columns.push(Arc::new(Float64Array::from(preds.values.clone())));
+    if with_route {
+        fields.push(Field::new("route", DataType::Utf8, false));
+        columns.push(Arc::new(arrow_array::StringArray::from_iter_values(preds.routes.iter().map(|r| r.name()))));
+    }
     let out = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
         .map_err(|e| GroupfitError::arg(format!("cannot assemble predictions: {e}")))?;
     Ok((
@@ -761,10 +803,10 @@ pub fn predict_batch(bundle: &ModelBundle, data: &Path) -> Result<(RecordBatch, 
 }
 
 /// Loads `model`, predicts `data` and writes `out` (Parquet: key columns +
-/// `prediction`) atomically.
-pub fn predict_file(model: &Path, data: &Path, out: &Path) -> Result<PredictReport> {
+/// `prediction` [+ `route`]) atomically.
+pub fn predict_file(model: &Path, data: &Path, out: &Path, with_route: bool) -> Result<PredictReport> {
     let bundle = ModelBundle::load(model)?;
-    let (batch, report) = predict_batch(&bundle, data)?;
+    let (batch, report) = predict_batch(&bundle, data, with_route)?;
     write_parquet(out, &batch)?;
     Ok(report)
 }

@@ -6,14 +6,13 @@
 //! padded with zeros to a multiple of [`LANES`] and its feature count to a
 //! multiple of 4, so kernels stream whole SIMD vectors with no transposition.
 
+use super::Column;
 use crate::error::{GroupfitError, Result};
 
 /// Rows per block.
 pub const BLOCK: usize = 256;
 /// Row padding unit of a block (SIMD lanes of `f32` kernels).
 pub const LANES: usize = 16;
-/// Rows per step of the cache-friendly gather (column-major in, blocked out).
-const GATHER_BLOCK: usize = 4096;
 /// Feature padding unit of a block.
 const FEATURE_PAD: usize = 4;
 
@@ -55,6 +54,7 @@ pub struct GroupedMatrix {
     block_off: Vec<usize>,
     mean: Vec<f64>,
     scale: Vec<f64>,
+    impute: Vec<f64>,
 }
 
 /// What [`GroupedMatrix::build`] reads: raw feature columns (NaN for missing),
@@ -62,9 +62,7 @@ pub struct GroupedMatrix {
 #[derive(Debug, Clone, Copy)]
 pub struct LayoutInput<'a> {
     /// Raw feature columns, each as long as the input table.
-    pub columns: &'a [Vec<f64>],
-    /// Value that replaces NaN, per feature (the global training mean).
-    pub impute: &'a [f64],
+    pub columns: &'a [Column],
     /// The target column, as long as the input table.
     pub target: &'a [f64],
     /// Indices of the training rows, ascending.
@@ -75,20 +73,42 @@ pub struct LayoutInput<'a> {
     pub n_groups: usize,
     /// Whether to append the global pseudo-group.
     pub with_global: bool,
+    /// Threads to spread the columns over.
+    pub threads: usize,
+}
+
+/// A raw pointer that may cross threads; every thread writes a disjoint set of
+/// elements (its own feature rows of every block).
+#[derive(Clone, Copy)]
+struct SharedOut(*mut f32);
+// SAFETY: see the type's docs: writes through it never overlap between threads.
+unsafe impl Send for SharedOut {}
+unsafe impl Sync for SharedOut {}
+
+/// Statistics of one column: per (pseudo-)group mean and scale, and the
+/// imputation value.
+struct ColumnStats {
+    mean: Vec<f64>,
+    scale: Vec<f64>,
+    impute: f64,
 }
 
 impl GroupedMatrix {
-    /// Builds the layout. Cost: three sequential passes per column for the
-    /// statistics, then one blocked gather.
+    /// Builds the layout. Per column (columns spread over threads): one pass
+    /// for the group sums and the imputation value (the training mean of the
+    /// non-missing values), one for the group variances, one gather into the
+    /// blocks. Returns the matrix; [`GroupedMatrix::impute`] gives the values
+    /// that replaced NaN.
     pub fn build(input: LayoutInput<'_>) -> Result<GroupedMatrix> {
         let d = input.columns.len();
         let n = input.rows.len();
         if input.group_of.len() != n {
             return Err(GroupfitError::arg("layout: rows and group ids differ in length"));
         }
-        let g_total = input.n_groups + usize::from(input.with_global);
+        let ng = input.n_groups;
+        let g_total = ng + usize::from(input.with_global);
         // Counting sort: destination position of each training row.
-        let mut counts = vec![0usize; input.n_groups];
+        let mut counts = vec![0usize; ng];
         for &g in input.group_of {
             counts[g as usize] += 1;
         }
@@ -100,7 +120,7 @@ impl GroupedMatrix {
         if input.with_global {
             offsets.push(offsets.last().unwrap() + n);
         }
-        let mut cursor = offsets[..input.n_groups].to_vec();
+        let mut cursor = offsets[..ng].to_vec();
         let mut pos = vec![0u32; n];
         for (k, &g) in input.group_of.iter().enumerate() {
             pos[k] = cursor[g as usize] as u32;
@@ -114,56 +134,6 @@ impl GroupedMatrix {
                 y[n + pos[k] as usize] = input.target[r as usize];
             }
         }
-
-        // Per-group (and global) mean and scale of every column, after imputation.
-        let mut mean = vec![0.0; g_total * d];
-        let mut scale = vec![1.0; g_total * d];
-        let mut sum = vec![0.0f64; g_total];
-        let mut sq = vec![0.0f64; g_total];
-        for j in 0..d {
-            let col = &input.columns[j];
-            let fill = input.impute[j];
-            let value = |r: u32| {
-                let v = col[r as usize];
-                if v.is_nan() {
-                    fill
-                } else {
-                    v
-                }
-            };
-            sum.iter_mut().for_each(|s| *s = 0.0);
-            sq.iter_mut().for_each(|s| *s = 0.0);
-            for (k, &r) in input.rows.iter().enumerate() {
-                sum[input.group_of[k] as usize] += value(r);
-            }
-            let mut global_sum = 0.0;
-            for g in 0..input.n_groups {
-                global_sum += sum[g];
-                let cnt = (offsets[g + 1] - offsets[g]) as f64;
-                mean[g * d + j] = if cnt > 0.0 { sum[g] / cnt } else { 0.0 };
-            }
-            let gm = if n > 0 { global_sum / n as f64 } else { 0.0 };
-            if input.with_global {
-                mean[input.n_groups * d + j] = gm;
-            }
-            let mut global_sq = 0.0;
-            for (k, &r) in input.rows.iter().enumerate() {
-                let g = input.group_of[k] as usize;
-                let v = value(r);
-                let dv = v - mean[g * d + j];
-                sq[g] += dv * dv;
-                let dg = v - gm;
-                global_sq += dg * dg;
-            }
-            for g in 0..input.n_groups {
-                let cnt = (offsets[g + 1] - offsets[g]) as f64;
-                scale[g * d + j] = std_or_one(sq[g], cnt, mean[g * d + j]);
-            }
-            if input.with_global {
-                scale[input.n_groups * d + j] = std_or_one(global_sq, n as f64, gm);
-            }
-        }
-
         // Blocks: per group, ceil(rows / BLOCK) blocks of dp x width values.
         let dp = d.div_ceil(FEATURE_PAD) * FEATURE_PAD;
         let mut first_block = Vec::with_capacity(g_total + 1);
@@ -178,47 +148,52 @@ impl GroupedMatrix {
             }
         }
         first_block.push(block_off.len() - 1);
-        // Where row k's feature 0 goes, and the stride between its features.
-        let place = |p: usize, g: usize| -> (usize, usize) {
-            let i = p - offsets[g];
-            let b = first_block[g] + i / BLOCK;
-            let width = (block_off[b + 1] - block_off[b]) / dp;
-            (block_off[b] + i % BLOCK, width)
-        };
-        let mut base = vec![0usize; n];
-        let mut stride = vec![0u32; n];
-        let mut gbase = vec![0usize; if input.with_global { n } else { 0 }];
-        let mut gstride = vec![0u32; gbase.len()];
-        for k in 0..n {
-            let g = input.group_of[k] as usize;
-            let (b, w) = place(pos[k] as usize, g);
-            base[k] = b;
-            stride[k] = w as u32;
+        // Source row of every layout position (the global copy repeats them).
+        let mut src = vec![0u32; total];
+        for (k, &r) in input.rows.iter().enumerate() {
+            src[pos[k] as usize] = r;
             if input.with_global {
-                let gl = input.n_groups;
-                let (b, w) = place(offsets[gl] + pos[k] as usize, gl);
-                gbase[k] = b;
-                gstride[k] = w as u32;
+                src[n + pos[k] as usize] = r;
             }
         }
-        // Blocked gather: column-major input, group-sorted blocked output.
+        drop(pos);
         let mut x = vec![0.0f32; *block_off.last().unwrap()];
-        let gl = input.n_groups;
-        for start in (0..n).step_by(GATHER_BLOCK) {
-            let end = (start + GATHER_BLOCK).min(n);
-            for j in 0..d {
-                let col = &input.columns[j];
-                let fill = input.impute[j];
-                for k in start..end {
-                    let r = input.rows[k] as usize;
-                    let g = input.group_of[k] as usize;
-                    let v = if col[r].is_nan() { fill } else { col[r] };
-                    x[base[k] + j * stride[k] as usize] = ((v - mean[g * d + j]) / scale[g * d + j]) as f32;
-                    if input.with_global {
-                        x[gbase[k] + j * gstride[k] as usize] = ((v - mean[gl * d + j]) / scale[gl * d + j]) as f32;
-                    }
-                }
+        let out = SharedOut(x.as_mut_ptr());
+        let threads = input.threads.clamp(1, d.max(1));
+        let group_rows: Vec<f64> = (0..g_total).map(|g| (offsets[g + 1] - offsets[g]) as f64).collect();
+        let shape = Shape {
+            offsets: &offsets,
+            first_block: &first_block,
+            block_off: &block_off,
+            dp,
+            src: &src,
+        };
+        let work = |t: usize| -> Vec<(usize, ColumnStats)> {
+            (t..d)
+                .step_by(threads)
+                .map(|j| {
+                    let st = crate::with_values!(input.columns[j], |v| column_pass(v, &input, &group_rows, &shape, j, out));
+                    (j, st)
+                })
+                .collect()
+        };
+        let per_column: Vec<(usize, ColumnStats)> = if threads == 1 {
+            work(0)
+        } else {
+            std::thread::scope(|s| {
+                let hs: Vec<_> = (0..threads).map(|t| s.spawn(move || work(t))).collect();
+                hs.into_iter().flat_map(|h| h.join().expect("layout thread panicked")).collect()
+            })
+        };
+        let mut mean = vec![0.0; g_total * d];
+        let mut scale = vec![1.0; g_total * d];
+        let mut impute = vec![0.0; d];
+        for (j, st) in per_column {
+            for g in 0..g_total {
+                mean[g * d + j] = st.mean[g];
+                scale[g * d + j] = st.scale[g];
             }
+            impute[j] = st.impute;
         }
         Ok(GroupedMatrix {
             d,
@@ -230,7 +205,13 @@ impl GroupedMatrix {
             block_off,
             mean,
             scale,
+            impute,
         })
+    }
+
+    /// The value that replaced a missing value of each feature (training mean).
+    pub fn impute(&self) -> &[f64] {
+        &self.impute
     }
 
     /// Feature rows stored per block (`d` rounded up to 4).
@@ -311,6 +292,90 @@ impl GroupedMatrix {
     }
 }
 
+/// Where things are in the blocked layout being built.
+struct Shape<'a> {
+    offsets: &'a [usize],
+    first_block: &'a [usize],
+    block_off: &'a [usize],
+    dp: usize,
+    src: &'a [u32],
+}
+
+/// Statistics and gather of feature `j`: group sums (and the imputation
+/// value), group variances, then the standardised values into the blocks.
+fn column_pass<T: Copy + Into<f64>>(
+    v: &[T],
+    input: &LayoutInput<'_>,
+    group_rows: &[f64],
+    shape: &Shape<'_>,
+    j: usize,
+    out: SharedOut,
+) -> ColumnStats {
+    let ng = input.n_groups;
+    let g_total = group_rows.len();
+    let mut sum = vec![0.0f64; g_total];
+    let mut present = vec![0.0f64; g_total];
+    for (k, &r) in input.rows.iter().enumerate() {
+        let x: f64 = v[r as usize].into();
+        if !x.is_nan() {
+            let g = input.group_of[k] as usize;
+            sum[g] += x;
+            present[g] += 1.0;
+        }
+    }
+    let all_present: f64 = present[..ng].iter().sum();
+    let impute = if all_present > 0.0 { sum[..ng].iter().sum::<f64>() / all_present } else { 0.0 };
+    let mut mean = vec![0.0; g_total];
+    for g in 0..ng {
+        if group_rows[g] > 0.0 {
+            mean[g] = (sum[g] + (group_rows[g] - present[g]) * impute) / group_rows[g];
+        }
+    }
+    if input.with_global {
+        mean[ng] = impute;
+    }
+    let value = |r: u32| -> f64 {
+        let x: f64 = v[r as usize].into();
+        if x.is_nan() {
+            impute
+        } else {
+            x
+        }
+    };
+    let mut sq = vec![0.0f64; g_total];
+    for (k, &r) in input.rows.iter().enumerate() {
+        let x = value(r);
+        let g = input.group_of[k] as usize;
+        let dv = x - mean[g];
+        sq[g] += dv * dv;
+        if input.with_global {
+            let dg = x - impute;
+            sq[ng] += dg * dg;
+        }
+    }
+    let scale: Vec<f64> = (0..g_total).map(|g| std_or_one(sq[g], group_rows[g], mean[g])).collect();
+    let inv: Vec<f64> = scale.iter().map(|s| 1.0 / s).collect();
+    // Gather in layout order: sequential writes, one block row at a time.
+    for g in 0..g_total {
+        let (mg, ig) = (mean[g], inv[g]);
+        let (b0, b1) = (shape.first_block[g], shape.first_block[g + 1]);
+        for b in b0..b1 {
+            let p0 = shape.offsets[g] + (b - b0) * BLOCK;
+            let p1 = (p0 + BLOCK).min(shape.offsets[g + 1]);
+            let off = shape.block_off[b];
+            let width = (shape.block_off[b + 1] - off) / shape.dp;
+            for (i, &r) in shape.src[p0..p1].iter().enumerate() {
+                let val = ((value(r) - mg) * ig) as f32;
+                // SAFETY: slot i of feature row j of block b: inside `x`
+                // (i < width, j < dp) and written by no other thread
+                // (threads own features).
+                unsafe { *out.0.add(off + j * width + i) = val };
+            }
+        }
+    }
+    ColumnStats { mean, scale, impute }
+}
+
 /// Population standard deviation, or 1 when the column is (numerically) constant.
 fn std_or_one(sq: f64, count: f64, mean: f64) -> f64 {
     if count <= 0.0 {
@@ -330,19 +395,20 @@ mod tests {
 
     #[test]
     fn sorts_by_group_standardises_and_appends_global() {
-        // rows 0..5, groups [1, 0, 1, 0, 1], one feature with a NaN imputed by 10.
-        let col = vec![vec![1.0, 4.0, 3.0, f64::NAN, 5.0]];
+        // rows 0..5, groups [1, 0, 1, 0, 1], one feature with a NaN imputed by
+        // the mean of the others, 3.25.
+        let col = vec![Column::Owned(vec![1.0, 4.0, 3.0, f64::NAN, 5.0])];
         let y = vec![0.0, 1.0, 2.0, 3.0, 4.0];
         let rows = [0u32, 1, 2, 3, 4];
         let gid = [1u32, 0, 1, 0, 1];
         let m = GroupedMatrix::build(LayoutInput {
             columns: &col,
-            impute: &[10.0],
             target: &y,
             rows: &rows,
             group_of: &gid,
             n_groups: 2,
             with_global: true,
+            threads: 2,
         })
         .unwrap();
         assert_eq!(m.n_groups(), 3);
@@ -350,10 +416,11 @@ mod tests {
         assert_eq!(m.range(1), 2..5);
         assert_eq!(m.range(2), 5..10);
         assert_eq!(m.y(0..5), &[1.0, 3.0, 0.0, 2.0, 4.0]);
-        // group 0: values 4, 10 -> mean 7, sd 3 -> -1, +1
-        assert_eq!(m.mean(0), &[7.0]);
-        assert_eq!(m.scale(0), &[3.0]);
-        assert_eq!((m.row(0, 0), m.row(0, 1)), (vec![-1.0], vec![1.0]));
+        assert_eq!(m.impute(), &[3.25]);
+        // group 0: values 4, 3.25 -> mean 3.625, sd 0.375 -> +1, -1
+        assert_eq!(m.mean(0), &[3.625]);
+        assert_eq!(m.scale(0), &[0.375]);
+        assert_eq!((m.row(0, 0), m.row(0, 1)), (vec![1.0], vec![-1.0]));
         // group 1: values 1, 3, 5 -> mean 3, sd sqrt(8/3)
         let sd = (8.0f64 / 3.0).sqrt();
         assert!((m.row(1, 2)[0] as f64 - (-2.0 / sd)).abs() < 1e-6);
@@ -361,23 +428,25 @@ mod tests {
         let blocks: Vec<_> = m.blocks(1, 2..5).collect();
         assert_eq!((blocks.len(), blocks[0].width, blocks[0].dp, blocks[0].y.len()), (1, 16, 4, 3));
         assert_eq!(blocks[0].x[16..].iter().filter(|&&v| v != 0.0).count(), 0);
-        // global: 1,4,3,10,5 mean 4.6
-        assert!((m.mean(2)[0] - 4.6).abs() < 1e-12);
+        // global: 1, 4, 3, 3.25, 5: mean 3.25
+        assert!((m.mean(2)[0] - 3.25).abs() < 1e-12);
+        // the global copy keeps the group-sorted order: its first row is row 1 (4.0)
+        assert!((m.row(2, 5)[0] as f64 - (4.0 - 3.25) / m.scale(2)[0]).abs() < 1e-6);
     }
 
     #[test]
     fn large_groups_are_cut_into_blocks() {
         let n = BLOCK * 2 + 5;
-        let col = vec![(0..n).map(|i| i as f64).collect::<Vec<_>>(), vec![1.0; n]];
+        let col = vec![Column::Owned((0..n).map(|i| i as f64).collect()), Column::Owned(vec![1.0; n])];
         let rows: Vec<u32> = (0..n as u32).collect();
         let m = GroupedMatrix::build(LayoutInput {
             columns: &col,
-            impute: &[0.0, 0.0],
             target: &vec![0.0; n],
             rows: &rows,
             group_of: &vec![0; n],
             n_groups: 1,
             with_global: false,
+            threads: 2,
         })
         .unwrap();
         let blocks: Vec<_> = m.blocks(0, 0..n).collect();
@@ -390,15 +459,15 @@ mod tests {
 
     #[test]
     fn constant_column_in_a_group_becomes_zero() {
-        let col = vec![vec![7.0, 7.0, 7.0]];
+        let col = vec![Column::Owned(vec![7.0, 7.0, 7.0])];
         let m = GroupedMatrix::build(LayoutInput {
             columns: &col,
-            impute: &[7.0],
             target: &[0.0, 1.0, 0.0],
             rows: &[0, 1, 2],
             group_of: &[0, 0, 0],
             n_groups: 1,
             with_global: false,
+            threads: 2,
         })
         .unwrap();
         assert_eq!(m.scale(0), &[1.0]);

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::Float64Type;
+use arrow_array::types::{Float32Type, Float64Type};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Schema};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -70,8 +70,46 @@ pub fn parquet_schema(path: &Path) -> Result<Arc<Schema>> {
 }
 
 /// Reads the named columns of a Parquet file into one record batch, in the
-/// order given. A name the file lacks is a [`GroupfitError::MissingColumn`].
-pub fn read_parquet(path: &Path, columns: &[String]) -> Result<RecordBatch> {
+/// order given, decoding disjoint column subsets on up to `threads` threads.
+/// A name the file lacks is a [`GroupfitError::MissingColumn`].
+pub fn read_parquet(path: &Path, columns: &[String], threads: usize) -> Result<RecordBatch> {
+    let pq_err = |e: &dyn std::fmt::Display| GroupfitError::Parquet {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    };
+    let schema = parquet_schema(path)?;
+    for name in columns {
+        if schema.index_of(name).is_err() {
+            return Err(missing_column(name, path, &schema));
+        }
+    }
+    let threads = threads.clamp(1, columns.len().max(1));
+    let parts: Vec<Vec<String>> = (0..threads)
+        .map(|t| columns.iter().skip(t).step_by(threads).cloned().collect())
+        .collect();
+    let batches: Vec<Result<RecordBatch>> = if threads == 1 {
+        vec![read_projected(path, &parts[0])]
+    } else {
+        std::thread::scope(|s| {
+            let hs: Vec<_> = parts.iter().map(|p| s.spawn(move || read_projected(path, p))).collect();
+            hs.into_iter().map(|h| h.join().expect("reader thread panicked")).collect()
+        })
+    };
+    let batches = batches.into_iter().collect::<Result<Vec<_>>>()?;
+    let mut cols = Vec::with_capacity(columns.len());
+    let mut fields = Vec::with_capacity(columns.len());
+    for name in columns {
+        let b = batches.iter().find(|b| b.schema().index_of(name).is_ok()).expect("column was projected");
+        let i = b.schema().index_of(name).map_err(|e| pq_err(&e))?;
+        cols.push(b.column(i).clone());
+        fields.push(b.schema().field(i).clone());
+    }
+    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(batches.first().map_or(0, |b| b.num_rows())));
+    RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), cols, &options).map_err(|e| pq_err(&e))
+}
+
+/// Reads one projection of a file into one batch.
+fn read_projected(path: &Path, columns: &[String]) -> Result<RecordBatch> {
     let pq_err = |e: &dyn std::fmt::Display| GroupfitError::Parquet {
         path: path.display().to_string(),
         reason: e.to_string(),
@@ -79,13 +117,10 @@ pub fn read_parquet(path: &Path, columns: &[String]) -> Result<RecordBatch> {
     let file = File::open(path).map_err(|e| GroupfitError::io("read", path, e))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| pq_err(&e))?;
     let schema = builder.schema().clone();
-    let mut indices = Vec::with_capacity(columns.len());
-    for name in columns {
-        match schema.index_of(name) {
-            Ok(i) => indices.push(i),
-            Err(_) => return Err(missing_column(name, path, &schema)),
-        }
-    }
+    let indices: Vec<usize> = columns
+        .iter()
+        .map(|n| schema.index_of(n).map_err(|_| missing_column(n, path, &schema)))
+        .collect::<Result<_>>()?;
     let rows = builder.metadata().file_metadata().num_rows().max(0) as usize;
     let mask = ProjectionMask::roots(builder.parquet_schema(), indices.iter().copied());
     let reader = builder
@@ -99,23 +134,9 @@ pub fn read_parquet(path: &Path, columns: &[String]) -> Result<RecordBatch> {
     }
     let projected = match batches.first() {
         Some(b) => b.schema(),
-        None => Arc::new(Schema::new(
-            indices
-                .iter()
-                .map(|&i| schema.field(i).clone())
-                .collect::<Vec<_>>(),
-        )),
+        None => Arc::new(Schema::new(indices.iter().map(|&i| schema.field(i).clone()).collect::<Vec<_>>())),
     };
-    let batch = arrow_select_concat(&projected, &batches).map_err(|e| pq_err(&e))?;
-    // Re-order the projected columns into the order asked for.
-    let mut cols = Vec::with_capacity(columns.len());
-    let mut fields = Vec::with_capacity(columns.len());
-    for name in columns {
-        let i = batch.schema().index_of(name).map_err(|e| pq_err(&e))?;
-        cols.push(batch.column(i).clone());
-        fields.push(batch.schema().field(i).clone());
-    }
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).map_err(|e| pq_err(&e))
+    arrow_select_concat(&projected, &batches).map_err(|e| pq_err(&e))
 }
 
 fn arrow_select_concat(
@@ -144,45 +165,119 @@ pub fn is_numeric(dt: &DataType) -> bool {
     dt.is_numeric() || matches!(dt, DataType::Boolean)
 }
 
-/// Converts one column to `f64`, nulls as NaN. Non-numeric types are a
-/// [`GroupfitError::NonNumericColumn`]; with `reject_inf`, an infinite value is a
-/// [`GroupfitError::InfiniteValue`] naming the row.
-pub fn numeric_column(
-    array: &ArrayRef,
-    name: &str,
-    path: &Path,
-    reject_inf: bool,
-) -> Result<Vec<f64>> {
-    if !is_numeric(array.data_type()) {
-        return Err(GroupfitError::NonNumericColumn {
-            column: name.to_string(),
-            path: path.display().to_string(),
-            dtype: array.data_type().to_string(),
-        });
-    }
-    let cast = arrow_cast::cast(array, &DataType::Float64).map_err(|e| GroupfitError::Parquet {
-        path: path.display().to_string(),
-        reason: format!("column '{name}': {e}"),
-    })?;
-    let prim = cast.as_primitive::<Float64Type>();
-    let mut out: Vec<f64> = prim.values().to_vec();
-    if let Some(nulls) = prim.nulls() {
-        for (i, v) in out.iter_mut().enumerate() {
-            if nulls.is_null(i) {
-                *v = f64::NAN;
-            }
+/// A numeric column read as `f64` values: Arrow's own buffer when the column
+/// is `f32` or `f64` without nulls, otherwise a converted copy (nulls as NaN).
+#[derive(Debug, Clone)]
+pub enum Column {
+    /// Borrowed `f32` values.
+    F32(arrow_array::Float32Array),
+    /// Borrowed `f64` values.
+    F64(arrow_array::Float64Array),
+    /// Converted values.
+    Owned(Vec<f64>),
+}
+
+/// The values of a [`Column`] as a slice of its own type.
+#[derive(Debug, Clone, Copy)]
+pub enum ColumnValues<'a> {
+    /// `f32` values.
+    F32(&'a [f32]),
+    /// `f64` values.
+    F64(&'a [f64]),
+}
+
+/// Runs `$body` with `$v` bound to the column's value slice, whatever its
+/// element type (`$v[i] as f64` reads a value).
+#[macro_export]
+macro_rules! with_values {
+    ($col:expr, |$v:ident| $body:expr) => {
+        match $col.values() {
+            $crate::data::ColumnValues::F32($v) => $body,
+            $crate::data::ColumnValues::F64($v) => $body,
         }
-    }
-    if reject_inf {
-        if let Some(row) = out.iter().position(|v| v.is_infinite()) {
-            return Err(GroupfitError::InfiniteValue {
+    };
+}
+
+impl Column {
+    /// Views (or converts) an Arrow array. Non-numeric types are a
+    /// [`GroupfitError::NonNumericColumn`]; with `reject_inf`, an infinite value
+    /// is a [`GroupfitError::InfiniteValue`] naming the row.
+    pub fn from_array(array: &ArrayRef, name: &str, path: &Path, reject_inf: bool) -> Result<Column> {
+        if !is_numeric(array.data_type()) {
+            return Err(GroupfitError::NonNumericColumn {
                 column: name.to_string(),
                 path: path.display().to_string(),
-                row,
+                dtype: array.data_type().to_string(),
             });
         }
+        let col = match array.data_type() {
+            DataType::Float32 if array.null_count() == 0 => Column::F32(array.as_primitive::<Float32Type>().clone()),
+            DataType::Float64 if array.null_count() == 0 => Column::F64(array.as_primitive::<Float64Type>().clone()),
+            _ => {
+                let cast = arrow_cast::cast(array, &DataType::Float64).map_err(|e| GroupfitError::Parquet {
+                    path: path.display().to_string(),
+                    reason: format!("column '{name}': {e}"),
+                })?;
+                let prim = cast.as_primitive::<Float64Type>();
+                let mut out: Vec<f64> = prim.values().to_vec();
+                if let Some(nulls) = prim.nulls() {
+                    for (i, v) in out.iter_mut().enumerate() {
+                        if nulls.is_null(i) {
+                            *v = f64::NAN;
+                        }
+                    }
+                }
+                Column::Owned(out)
+            }
+        };
+        if reject_inf {
+            let bad = with_values!(col, |v| v.iter().position(|x| x.is_infinite()));
+            if let Some(row) = bad {
+                return Err(GroupfitError::InfiniteValue {
+                    column: name.to_string(),
+                    path: path.display().to_string(),
+                    row,
+                });
+            }
+        }
+        Ok(col)
     }
-    Ok(out)
+
+    /// The value slice.
+    pub fn values(&self) -> ColumnValues<'_> {
+        match self {
+            Column::F32(a) => ColumnValues::F32(a.values()),
+            Column::F64(a) => ColumnValues::F64(a.values()),
+            Column::Owned(v) => ColumnValues::F64(v),
+        }
+    }
+
+    /// Value `i` as `f64` (NaN for missing).
+    #[inline]
+    pub fn get(&self, i: usize) -> f64 {
+        match self.values() {
+            ColumnValues::F32(v) => v[i] as f64,
+            ColumnValues::F64(v) => v[i],
+        }
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        with_values!(self, |v| v.len())
+    }
+
+    /// Whether the column is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Converts one column to `f64`, nulls as NaN (see [`Column::from_array`]).
+pub fn numeric_column(array: &ArrayRef, name: &str, path: &Path, reject_inf: bool) -> Result<Vec<f64>> {
+    Ok(match Column::from_array(array, name, path, reject_inf)? {
+        Column::Owned(v) => v,
+        c => with_values!(c, |v| v.iter().map(|&x| x as f64).collect()),
+    })
 }
 
 /// The default feature list: every numeric column that is neither a key nor the target.

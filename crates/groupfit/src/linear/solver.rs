@@ -264,15 +264,17 @@ fn cholesky(h: &[f64], ridge: f64, p: usize, l: &mut [f64]) -> bool {
 mod tests {
     use super::*;
     use crate::data::layout::{GroupedMatrix, LayoutInput};
+    use crate::data::Column;
     use crate::linear::{LinearModel, LinearParams};
 
     /// One group holding every row of `cols` (column-major).
     fn matrix(cols: &[Vec<f64>], y: &[f64]) -> GroupedMatrix {
         let n = y.len();
         let rows: Vec<u32> = (0..n as u32).collect();
+        let cols: Vec<Column> = cols.iter().map(|c| Column::Owned(c.clone())).collect();
         GroupedMatrix::build(LayoutInput {
-            columns: cols,
-            impute: &vec![0.0; cols.len()],
+            columns: &cols,
+            threads: 1,
             target: y,
             rows: &rows,
             group_of: &vec![0; n],

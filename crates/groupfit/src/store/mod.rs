@@ -20,7 +20,7 @@ use arrow_array::ArrayRef;
 use serde::{Deserialize, Serialize};
 
 use crate::data::keys::{display_key, GroupEncoder, GroupKey};
-use crate::data::{numeric_column, Task};
+use crate::data::{Column, Task};
 use crate::error::{GroupfitError, Result};
 use crate::linear::LinearModel;
 use crate::tune::ConfigEntry;
@@ -154,6 +154,30 @@ pub struct Predictions {
     pub global: usize,
     /// Of `global`, rows whose group was not seen in training.
     pub unseen: usize,
+    /// The route of every row, in input order.
+    pub routes: Vec<RowRoute>,
+}
+
+/// Which model served one row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowRoute {
+    /// Its group's own model.
+    Own,
+    /// The global model: the group falls back (few rows, one class).
+    Fallback,
+    /// The global model: the group was not in the training data.
+    Unseen,
+}
+
+impl RowRoute {
+    /// `own`, `fallback` or `unseen`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RowRoute::Own => "own",
+            RowRoute::Fallback => "fallback",
+            RowRoute::Unseen => "unseen",
+        }
+    }
 }
 
 impl ModelBundle {
@@ -227,17 +251,16 @@ impl ModelBundle {
         let gid = encoder.lookup(keys)?;
         let mut cols = Vec::with_capacity(features.len());
         for (name, arr) in self.features.iter().zip(features) {
-            let mut c = numeric_column(arr, name, path, true)?;
-            let fill = self.impute[cols.len()];
-            c.iter_mut().filter(|v| v.is_nan()).for_each(|v| *v = fill);
-            cols.push(c);
+            cols.push(Column::from_array(arr, name, path, true)?);
         }
         let mut values = Vec::with_capacity(n);
+        let mut routes = Vec::with_capacity(n);
         let (mut own, mut global, mut unseen) = (0, 0, 0);
         let mut row = vec![0.0; cols.len()];
         for i in 0..n {
             for (j, c) in cols.iter().enumerate() {
-                row[j] = c[i];
+                let v = c.get(i);
+                row[j] = if v.is_nan() { self.impute[j] } else { v };
             }
             let model = match gid[i].map(|g| &self.groups[g as usize]) {
                 Some(GroupEntry {
@@ -246,15 +269,18 @@ impl ModelBundle {
                     ..
                 }) => {
                     own += 1;
+                    routes.push(RowRoute::Own);
                     m
                 }
                 Some(_) => {
                     global += 1;
+                    routes.push(RowRoute::Fallback);
                     &self.global.model
                 }
                 None => {
                     global += 1;
                     unseen += 1;
+                    routes.push(RowRoute::Unseen);
                     &self.global.model
                 }
             };
@@ -265,6 +291,7 @@ impl ModelBundle {
             own,
             global,
             unseen,
+            routes,
         })
     }
 
