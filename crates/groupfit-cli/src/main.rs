@@ -14,7 +14,11 @@ use groupfit::plan::Strategy;
 use groupfit::store::{ModelBundle, Route};
 
 #[derive(Parser)]
-#[command(name = "groupfit", version, about = "GROUP BY for machine learning: one model per group, trained together")]
+#[command(
+    name = "groupfit",
+    version,
+    about = "GROUP BY for machine learning: one model per group, trained together"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -160,7 +164,11 @@ impl Progress {
                 }
                 let done = p.total - p.active;
                 let width = 30;
-                let filled = if p.total > 0 { done * width / p.total } else { width };
+                let filled = if p.total > 0 {
+                    done * width / p.total
+                } else {
+                    width
+                };
                 eprint!(
                     "\r{} [{}{}] {}/{} models converged, pass {}  {:.1}s",
                     self.stage,
@@ -264,18 +272,30 @@ fn print_train_summary(b: &ModelBundle, s: &job::Summary, out: &Path) {
     e(format!(
         "task {}{}, target '{}', {} features; {} training rows, {} validation rows{}",
         s.task.name(),
-        if s.task_inferred { " (inferred from the target)" } else { "" },
+        if s.task_inferred {
+            " (inferred from the target)"
+        } else {
+            ""
+        },
         b.target,
         s.features.len(),
         fmt_int(s.rows_train),
         fmt_int(s.rows_valid),
         if s.rows_dropped_missing_target > 0 {
-            format!("; dropped {} rows with a missing target", fmt_int(s.rows_dropped_missing_target))
+            format!(
+                "; dropped {} rows with a missing target",
+                fmt_int(s.rows_dropped_missing_target)
+            )
         } else {
             String::new()
         }
     ));
-    let mut vals: Vec<f64> = b.groups.iter().filter(|g| g.n_valid > 0).filter_map(|g| primary(b.task, &g.valid)).collect();
+    let mut vals: Vec<f64> = b
+        .groups
+        .iter()
+        .filter(|g| g.n_valid > 0)
+        .filter_map(|g| primary(b.task, &g.valid))
+        .collect();
     vals.sort_by(f64::total_cmp);
     if !vals.is_empty() {
         e(format!(
@@ -291,16 +311,32 @@ fn print_train_summary(b: &ModelBundle, s: &job::Summary, out: &Path) {
         ));
     }
     if let Some(auc) = s.valid_auc {
-        e(format!("validation AUC, mean over groups with both classes: {auc:.4}"));
+        e(format!(
+            "validation AUC, mean over groups with both classes: {auc:.4}"
+        ));
     }
-    let chosen: Vec<String> = s.chosen_configs.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-    e(format!("chosen configs: {}; global model: {}", chosen.join(", "), s.global_config));
+    let chosen: Vec<String> = s
+        .chosen_configs
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    e(format!(
+        "chosen configs: {}; global model: {}",
+        chosen.join(", "),
+        s.global_config
+    ));
     let fb: Vec<String> = b
         .groups
         .iter()
         .filter(|g| g.route == Route::Global)
         .take(5)
-        .map(|g| format!("{} ({})", display_key(&g.key), g.fallback.as_deref().unwrap_or("")))
+        .map(|g| {
+            format!(
+                "{} ({})",
+                display_key(&g.key),
+                g.fallback.as_deref().unwrap_or("")
+            )
+        })
         .collect();
     if !fb.is_empty() {
         e(format!(
@@ -317,7 +353,14 @@ fn print_train_summary(b: &ModelBundle, s: &job::Summary, out: &Path) {
     let slow: Vec<String> = slow
         .iter()
         .take(3)
-        .map(|g| format!("{} ({} rows x {} iterations)", display_key(&g.key), fmt_int(g.n_train), g.iterations))
+        .map(|g| {
+            format!(
+                "{} ({} rows x {} iterations)",
+                display_key(&g.key),
+                fmt_int(g.n_train),
+                g.iterations
+            )
+        })
         .collect();
     if !slow.is_empty() {
         e(format!("slowest groups: {}", slow.join(", ")));
@@ -329,7 +372,10 @@ fn print_train_summary(b: &ModelBundle, s: &job::Summary, out: &Path) {
         fmt_int(s.routes.valid_rows_unseen)
     ));
     if s.not_converged > 0 {
-        e(format!("warning: {} models stopped at their iteration limit (raise --param max_iter)", s.not_converged));
+        e(format!(
+            "warning: {} models stopped at their iteration limit (raise --param max_iter)",
+            s.not_converged
+        ));
     }
     e(format!("wrote {}", out.display()));
 }
@@ -391,13 +437,44 @@ fn inspect(a: InspectArgs) -> Result<()> {
     }
     let mut buf: Vec<u8> = Vec::new();
     let o = &mut buf;
-    writeln!(o, "model file   {} (format v{}, groupfit {})", a.model.display(), b.format_version, b.groupfit_version)?;
-    writeln!(o, "family       {} ({}), target '{}'", b.family, b.task.name(), b.target)?;
+    writeln!(
+        o,
+        "model file   {} (format v{}, groupfit {})",
+        a.model.display(),
+        b.format_version,
+        b.groupfit_version
+    )?;
+    writeln!(
+        o,
+        "family       {} ({}), target '{}'",
+        b.family,
+        b.task.name(),
+        b.target
+    )?;
     writeln!(o, "keys         {}", b.key_columns.join(", "))?;
-    writeln!(o, "features     {} ({})", b.features.len(), b.features.join(", "))?;
-    writeln!(o, "configs      {}", b.configs.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(" | "))?;
+    writeln!(
+        o,
+        "features     {} ({})",
+        b.features.len(),
+        b.features.join(", ")
+    )?;
+    writeln!(
+        o,
+        "configs      {}",
+        b.configs
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(" | ")
+    )?;
     let own = b.groups.iter().filter(|g| g.route == Route::Own).count();
-    writeln!(o, "groups       {} ({} own model, {} global fallback)", b.groups.len(), own, b.groups.len() - own)?;
+    writeln!(
+        o,
+        "groups       {} ({} own model, {} global fallback)",
+        b.groups.len(),
+        own,
+        b.groups.len() - own
+    )?;
     writeln!(
         o,
         "global       config {}, validation {} {}",
@@ -407,9 +484,22 @@ fn inspect(a: InspectArgs) -> Result<()> {
     )?;
     let mut order: Vec<usize> = (0..b.groups.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(b.groups[i].n_train));
-    let shown = if a.top == 0 { order.len() } else { a.top.min(order.len()) };
+    let shown = if a.top == 0 {
+        order.len()
+    } else {
+        a.top.min(order.len())
+    };
     writeln!(o)?;
-    writeln!(o, "{:<24} {:>9} {:>9}  {:<7} {:<18} {:>10}", "group", "n_train", "n_valid", "route", "config", metric_name(b.task))?;
+    writeln!(
+        o,
+        "{:<24} {:>9} {:>9}  {:<7} {:<18} {:>10}",
+        "group",
+        "n_train",
+        "n_valid",
+        "route",
+        "config",
+        metric_name(b.task)
+    )?;
     for &i in &order[..shown] {
         let g = &b.groups[i];
         writeln!(
@@ -422,23 +512,37 @@ fn inspect(a: InspectArgs) -> Result<()> {
                 Route::Own => "own",
                 Route::Global => "global",
             },
-            g.config.map_or_else(|| "-".to_string(), |k| b.configs[k].name.clone()),
+            g.config
+                .map_or_else(|| "-".to_string(), |k| b.configs[k].name.clone()),
             primary(b.task, &g.valid).map_or("-".into(), |v| format!("{v:.4}"))
         )?;
     }
     if shown < order.len() {
-        writeln!(o, "... {} more groups (--top 0 lists all)", order.len() - shown)?;
+        writeln!(
+            o,
+            "... {} more groups (--top 0 lists all)",
+            order.len() - shown
+        )?;
     }
     let fallbacks: Vec<String> = b
         .groups
         .iter()
         .filter(|g| g.route == Route::Global)
-        .map(|g| format!("{}: {}", display_key(&g.key), g.fallback.as_deref().unwrap_or("")))
+        .map(|g| {
+            format!(
+                "{}: {}",
+                display_key(&g.key),
+                g.fallback.as_deref().unwrap_or("")
+            )
+        })
         .collect();
     if !fallbacks.is_empty() {
         writeln!(o)?;
         writeln!(o, "fallback groups ({}):", fallbacks.len())?;
-        for f in fallbacks.iter().take(if a.top == 0 { usize::MAX } else { a.top }) {
+        for f in fallbacks
+            .iter()
+            .take(if a.top == 0 { usize::MAX } else { a.top })
+        {
             writeln!(o, "  {f}")?;
         }
     }

@@ -16,14 +16,19 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::keys::{display_key, GroupEncoder};
 use crate::data::layout::{GroupedMatrix, LayoutInput};
-use crate::data::{default_features, is_numeric, missing_column, numeric_column, parquet_schema, read_parquet, row_uniform, Column, Task};
+use crate::data::{
+    default_features, is_numeric, missing_column, numeric_column, parquet_schema, read_parquet,
+    row_uniform, Column, Task,
+};
 use crate::error::{GroupfitError, Result};
 use crate::exec::PassProgress;
 use crate::linear::grouped::{fit_grouped, FittedUnit};
 use crate::linear::{sigmoid, LinearModel};
 use crate::metrics;
 use crate::plan::Strategy;
-use crate::store::{FittedModel, GlobalEntry, GroupEntry, ModelBundle, Route, Scores, FORMAT_VERSION};
+use crate::store::{
+    FittedModel, GlobalEntry, GroupEntry, ModelBundle, Route, Scores, FORMAT_VERSION,
+};
 use crate::tune::{linear_configs, Grid};
 
 /// Model families `train` knows.
@@ -202,13 +207,28 @@ struct ScoreRows<'a> {
     gid: Vec<Option<u32>>,
 }
 
-fn check_columns(path: &Path, schema: &Schema, by: &[String], target: &str, features: &[String]) -> Result<()> {
-    for c in by.iter().map(String::as_str).chain(std::iter::once(target)).chain(features.iter().map(String::as_str)) {
+fn check_columns(
+    path: &Path,
+    schema: &Schema,
+    by: &[String],
+    target: &str,
+    features: &[String],
+) -> Result<()> {
+    for c in by
+        .iter()
+        .map(String::as_str)
+        .chain(std::iter::once(target))
+        .chain(features.iter().map(String::as_str))
+    {
         if schema.index_of(c).is_err() {
             return Err(missing_column(c, path, schema));
         }
     }
-    for f in features.iter().map(String::as_str).chain(std::iter::once(target)) {
+    for f in features
+        .iter()
+        .map(String::as_str)
+        .chain(std::iter::once(target))
+    {
         let dt = schema.field_with_name(f).unwrap().data_type();
         if !is_numeric(dt) {
             return Err(GroupfitError::NonNumericColumn {
@@ -222,7 +242,11 @@ fn check_columns(path: &Path, schema: &Schema, by: &[String], target: &str, feat
 }
 
 fn check_binary(target: &[f64], column: &str, path: &Path) -> Result<()> {
-    if let Some((row, &value)) = target.iter().enumerate().find(|(_, &v)| !v.is_nan() && v != 0.0 && v != 1.0) {
+    if let Some((row, &value)) = target
+        .iter()
+        .enumerate()
+        .find(|(_, &v)| !v.is_nan() && v != 0.0 && v != 1.0)
+    {
         return Err(GroupfitError::BadBinaryTarget {
             column: column.to_string(),
             path: path.display().to_string(),
@@ -278,7 +302,10 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
     let t0 = Instant::now();
     let stamp = |what: &str| {
         if crate::exec::trace() {
-            eprintln!("[groupfit] {what}: {:.1} ms", t0.elapsed().as_secs_f64() * 1e3);
+            eprintln!(
+                "[groupfit] {what}: {:.1} ms",
+                t0.elapsed().as_secs_f64() * 1e3
+            );
         }
     };
     if !MODELS.contains(&spec.model.as_str()) {
@@ -291,7 +318,9 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
     let points = Grid::parse(&spec.params)?.points();
     let configs = linear_configs(&points)?;
     if spec.by.is_empty() {
-        return Err(GroupfitError::arg("at least one key column is needed (--by)"));
+        return Err(GroupfitError::arg(
+            "at least one key column is needed (--by)",
+        ));
     }
     if spec.valid.is_none() && !(0.0..1.0).contains(&spec.valid_fraction) {
         return Err(GroupfitError::arg(format!(
@@ -309,8 +338,13 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
         None => default_features(&schema, &spec.by, Some(&spec.target)),
     };
     check_columns(path, &schema, &spec.by, &spec.target, &features)?;
-    if let Some(f) = features.iter().find(|f| spec.by.contains(f) || **f == spec.target) {
-        return Err(GroupfitError::arg(format!("column '{f}' cannot be both a feature and a key or the target")));
+    if let Some(f) = features
+        .iter()
+        .find(|f| spec.by.contains(f) || **f == spec.target)
+    {
+        return Err(GroupfitError::arg(format!(
+            "column '{f}' cannot be both a feature and a key or the target"
+        )));
     }
     if features.is_empty() {
         return Err(GroupfitError::arg(format!(
@@ -374,7 +408,10 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
     let task = match spec.task {
         Some(t) => t,
         None => {
-            if train_rows.iter().all(|&r| target[r as usize] == 0.0 || target[r as usize] == 1.0) {
+            if train_rows
+                .iter()
+                .all(|&r| target[r as usize] == 0.0 || target[r as usize] == 1.0)
+            {
                 Task::Binary
             } else {
                 Task::Regression
@@ -427,7 +464,11 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
         let y = matrix.y(matrix.range(g));
         if y.len() < spec.min_rows {
             fallbacks.few_rows += 1;
-            fallback_reason[g] = Some(format!("{} training rows < --min-rows {}", y.len(), spec.min_rows));
+            fallback_reason[g] = Some(format!(
+                "{} training rows < --min-rows {}",
+                y.len(),
+                spec.min_rows
+            ));
         } else if task == Task::Binary && !both_classes(y) {
             fallbacks.one_class += 1;
             fallback_reason[g] = Some(format!("one class only ({}) in training", y[0]));
@@ -445,9 +486,15 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
     }
 
     on(Event::Stage("training"));
-    let (fitted, report) = fit_grouped(&matrix, task, &configs, &fit, spec.strategy, threads, &mut |p| {
-        on(Event::Pass(p))
-    });
+    let (fitted, report) = fit_grouped(
+        &matrix,
+        task,
+        &configs,
+        &fit,
+        spec.strategy,
+        threads,
+        &mut |p| on(Event::Pass(p)),
+    );
     stamp("fit");
     let not_converged = fitted.iter().flatten().filter(|u| !u.converged).count();
 
@@ -523,7 +570,12 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
             let k = sel.chosen.unwrap_or(selection.global_config);
             let u: &FittedUnit = &fitted[g][k];
             *chosen_configs.entry(points[k].name.clone()).or_default() += 1;
-            (Route::Own, Some(k), Some(FittedModel::Linear(u.model.clone())), u.iterations)
+            (
+                Route::Own,
+                Some(k),
+                Some(FittedModel::Linear(u.model.clone())),
+                u.iterations,
+            )
         } else {
             (Route::Global, None, None, 0)
         };
@@ -565,9 +617,21 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
         load_s,
         train_s,
         wall_s: t0.elapsed().as_secs_f64(),
-        valid_logloss: if task == Task::Binary { mean(sum_primary, n_scored) } else { None },
-        valid_auc: if task == Task::Binary { mean(sum_auc, n_auc) } else { None },
-        valid_rmse: if task == Task::Regression { mean(sum_primary, n_scored) } else { None },
+        valid_logloss: if task == Task::Binary {
+            mean(sum_primary, n_scored)
+        } else {
+            None
+        },
+        valid_auc: if task == Task::Binary {
+            mean(sum_auc, n_auc)
+        } else {
+            None
+        },
+        valid_rmse: if task == Task::Regression {
+            mean(sum_primary, n_scored)
+        } else {
+            None
+        },
         groups_scored: n_scored,
         model: spec.model.clone(),
         task,
@@ -622,7 +686,12 @@ struct GroupSelection {
 
 /// Runs `f(i)` for `i in 0..n` on up to `threads` threads (contiguous ranges
 /// of equal total `weight`), returning the results in order.
-fn par_map<T: Send>(n: usize, threads: usize, weight: &(dyn Fn(usize) -> usize + Sync), f: &(dyn Fn(usize) -> T + Sync)) -> Vec<T> {
+fn par_map<T: Send>(
+    n: usize,
+    threads: usize,
+    weight: &(dyn Fn(usize) -> usize + Sync),
+    f: &(dyn Fn(usize) -> T + Sync),
+) -> Vec<T> {
     if threads <= 1 || n < 2 {
         return (0..n).map(f).collect();
     }
@@ -638,11 +707,16 @@ fn par_map<T: Send>(n: usize, threads: usize, weight: &(dyn Fn(usize) -> usize +
     cuts.push(n);
     cuts.dedup();
     std::thread::scope(|s| {
-        let hs: Vec<_> = cuts.windows(2).map(|w| {
-            let (a, b) = (w[0], w[1]);
-            s.spawn(move || (a..b).map(f).collect::<Vec<T>>())
-        }).collect();
-        hs.into_iter().flat_map(|h| h.join().expect("scoring thread panicked")).collect()
+        let hs: Vec<_> = cuts
+            .windows(2)
+            .map(|w| {
+                let (a, b) = (w[0], w[1]);
+                s.spawn(move || (a..b).map(f).collect::<Vec<T>>())
+            })
+            .collect();
+        hs.into_iter()
+            .flat_map(|h| h.join().expect("scoring thread panicked"))
+            .collect()
     })
 }
 
@@ -693,7 +767,10 @@ fn select(
             })
             .collect())
     });
-    let ys: Vec<f64> = order.iter().map(|&i| rows.target[rows.idx[i] as usize]).collect();
+    let ys: Vec<f64> = order
+        .iter()
+        .map(|&i| rows.target[rows.idx[i] as usize])
+        .collect();
     let predict = |m: &LinearModel, range: std::ops::Range<usize>| -> Vec<f64> {
         let mut z = vec![m.intercept; range.len()];
         for (w, col) in m.coef.iter().zip(&xc) {
@@ -712,15 +789,27 @@ fn select(
     let n_chunks = n.div_ceil(chunk);
     let global_pred: Vec<Vec<f64>> = (0..n_configs)
         .map(|k| {
-            par_map(n_chunks, threads, &|_| 1, &|c| predict(&global[k].model, c * chunk..((c + 1) * chunk).min(n)))
-                .concat()
+            par_map(n_chunks, threads, &|_| 1, &|c| {
+                predict(&global[k].model, c * chunk..((c + 1) * chunk).min(n))
+            })
+            .concat()
         })
         .collect();
     let global_by: Vec<f64> = (0..n_configs)
-        .map(|k| if n > 0 { primary_only(task, &ys, &global_pred[k]) } else { 0.0 })
+        .map(|k| {
+            if n > 0 {
+                primary_only(task, &ys, &global_pred[k])
+            } else {
+                0.0
+            }
+        })
         .collect();
     let global_config = argmin(&global_by);
-    let global_scores = if n > 0 { score(task, &ys, &global_pred[global_config]) } else { Scores::default() };
+    let global_scores = if n > 0 {
+        score(task, &ys, &global_pred[global_config])
+    } else {
+        Scores::default()
+    };
 
     let groups = par_map(n_groups, threads, &|g| start[g + 1] - start[g] + 1, &|g| {
         let range = start[g]..start[g + 1];
@@ -768,7 +857,11 @@ pub struct PredictReport {
 
 /// Predictions for every row of `data`, with the input's key columns, then
 /// `prediction` and, with `with_route`, `route` (`own`, `fallback`, `unseen`).
-pub fn predict_batch(bundle: &ModelBundle, data: &Path, with_route: bool) -> Result<(RecordBatch, PredictReport)> {
+pub fn predict_batch(
+    bundle: &ModelBundle,
+    data: &Path,
+    with_route: bool,
+) -> Result<(RecordBatch, PredictReport)> {
     let schema = parquet_schema(data)?;
     for c in bundle.key_columns.iter().chain(&bundle.features) {
         if schema.index_of(c).is_err() {
@@ -781,13 +874,18 @@ pub fn predict_batch(bundle: &ModelBundle, data: &Path, with_route: bool) -> Res
     let nk = bundle.key_columns.len();
     let keys: Vec<ArrayRef> = batch.columns()[..nk].to_vec();
     let preds = bundle.predict(&keys, &batch.columns()[nk..], data)?;
-    let mut fields: Vec<Field> = batch.schema().fields()[..nk].iter().map(|f| f.as_ref().clone()).collect();
+    let mut fields: Vec<Field> = batch.schema().fields()[..nk]
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
     fields.push(Field::new("prediction", DataType::Float64, false));
     let mut columns = keys;
     columns.push(Arc::new(Float64Array::from(preds.values.clone())));
     if with_route {
         fields.push(Field::new("route", DataType::Utf8, false));
-        columns.push(Arc::new(arrow_array::StringArray::from_iter_values(preds.routes.iter().map(|r| r.name()))));
+        columns.push(Arc::new(arrow_array::StringArray::from_iter_values(
+            preds.routes.iter().map(|r| r.name()),
+        )));
     }
     let out = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
         .map_err(|e| GroupfitError::arg(format!("cannot assemble predictions: {e}")))?;
@@ -804,7 +902,12 @@ pub fn predict_batch(bundle: &ModelBundle, data: &Path, with_route: bool) -> Res
 
 /// Loads `model`, predicts `data` and writes `out` (Parquet: key columns +
 /// `prediction` [+ `route`]) atomically.
-pub fn predict_file(model: &Path, data: &Path, out: &Path, with_route: bool) -> Result<PredictReport> {
+pub fn predict_file(
+    model: &Path,
+    data: &Path,
+    out: &Path,
+    with_route: bool,
+) -> Result<PredictReport> {
     let bundle = ModelBundle::load(model)?;
     let (batch, report) = predict_batch(&bundle, data, with_route)?;
     write_parquet(out, &batch)?;
@@ -816,7 +919,8 @@ pub fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
     crate::store::write_atomic(path, |f| {
         let mut w = parquet::arrow::ArrowWriter::try_new(f, batch.schema(), None)
             .map_err(|e| GroupfitError::io("write", path, e))?;
-        w.write(batch).map_err(|e| GroupfitError::io("write", path, e))?;
+        w.write(batch)
+            .map_err(|e| GroupfitError::io("write", path, e))?;
         w.close().map_err(|e| GroupfitError::io("write", path, e))?;
         Ok(())
     })

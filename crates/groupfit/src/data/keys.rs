@@ -116,7 +116,10 @@ impl GroupEncoder {
             let id = match id {
                 Some(id) => id,
                 None => {
-                    let key: GroupKey = cols.iter().map(|col| value_at(col, i).map(String::from)).collect();
+                    let key: GroupKey = cols
+                        .iter()
+                        .map(|col| value_at(col, i).map(String::from))
+                        .collect();
                     self.insert(key)
                 }
             };
@@ -212,7 +215,13 @@ mod tests {
 
     #[test]
     fn encodes_in_order_of_first_appearance_with_null_group() {
-        let a: ArrayRef = Arc::new(StringArray::from(vec![Some("b"), Some("a"), None, Some("b"), None]));
+        let a: ArrayRef = Arc::new(StringArray::from(vec![
+            Some("b"),
+            Some("a"),
+            None,
+            Some("b"),
+            None,
+        ]));
         let mut enc = GroupEncoder::new(1);
         let ids = enc.encode(&[a]).unwrap();
         assert_eq!(ids, vec![0, 1, 2, 0, 2]);

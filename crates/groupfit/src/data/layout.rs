@@ -27,6 +27,8 @@ pub struct Block<'a> {
     pub dp: usize,
     /// Targets of the block's rows (its length is the row count).
     pub y: &'a [f64],
+    /// Position of the block in its group (0 for the first).
+    pub index: usize,
 }
 
 /// Features of the training rows as `f32`, group-sorted and blocked (see the
@@ -103,10 +105,21 @@ impl GroupedMatrix {
         let d = input.columns.len();
         let n = input.rows.len();
         if input.group_of.len() != n {
-            return Err(GroupfitError::arg("layout: rows and group ids differ in length"));
+            return Err(GroupfitError::arg(
+                "layout: rows and group ids differ in length",
+            ));
         }
         let ng = input.n_groups;
         let g_total = ng + usize::from(input.with_global);
+        let t0 = std::time::Instant::now();
+        let stamp = |what: &str| {
+            if crate::exec::trace() {
+                eprintln!(
+                    "[groupfit]   layout {what}: {:.1} ms",
+                    t0.elapsed().as_secs_f64() * 1e3
+                );
+            }
+        };
         // Counting sort: destination position of each training row.
         let mut counts = vec![0usize; ng];
         for &g in input.group_of {
@@ -148,19 +161,20 @@ impl GroupedMatrix {
             }
         }
         first_block.push(block_off.len() - 1);
-        // Source row of every layout position (the global copy repeats them).
-        let mut src = vec![0u32; total];
+        // Source row of every group-sorted position (the global copy reuses it).
+        let mut src = vec![0u32; n];
         for (k, &r) in input.rows.iter().enumerate() {
             src[pos[k] as usize] = r;
-            if input.with_global {
-                src[n + pos[k] as usize] = r;
-            }
         }
         drop(pos);
+        stamp("sort and block map");
         let mut x = vec![0.0f32; *block_off.last().unwrap()];
+        stamp("allocate");
         let out = SharedOut(x.as_mut_ptr());
         let threads = input.threads.clamp(1, d.max(1));
-        let group_rows: Vec<f64> = (0..g_total).map(|g| (offsets[g + 1] - offsets[g]) as f64).collect();
+        let group_rows: Vec<f64> = (0..g_total)
+            .map(|g| (offsets[g + 1] - offsets[g]) as f64)
+            .collect();
         let shape = Shape {
             offsets: &offsets,
             first_block: &first_block,
@@ -172,7 +186,14 @@ impl GroupedMatrix {
             (t..d)
                 .step_by(threads)
                 .map(|j| {
-                    let st = crate::with_values!(input.columns[j], |v| column_pass(v, &input, &group_rows, &shape, j, out));
+                    let st = crate::with_values!(input.columns[j], |v| column_pass(
+                        v,
+                        &input,
+                        &group_rows,
+                        &shape,
+                        j,
+                        out
+                    ));
                     (j, st)
                 })
                 .collect()
@@ -182,9 +203,12 @@ impl GroupedMatrix {
         } else {
             std::thread::scope(|s| {
                 let hs: Vec<_> = (0..threads).map(|t| s.spawn(move || work(t))).collect();
-                hs.into_iter().flat_map(|h| h.join().expect("layout thread panicked")).collect()
+                hs.into_iter()
+                    .flat_map(|h| h.join().expect("layout thread panicked"))
+                    .collect()
             })
         };
+        stamp("columns");
         let mut mean = vec![0.0; g_total * d];
         let mut scale = vec![1.0; g_total * d];
         let mut impute = vec![0.0; d];
@@ -222,10 +246,16 @@ impl GroupedMatrix {
     /// The blocks covering `rows` of group `g`. `rows` must start at a block
     /// boundary of the group (a multiple of [`BLOCK`] from its first row) and
     /// end at one or at the group's end.
-    pub fn blocks(&self, g: usize, rows: std::ops::Range<usize>) -> impl Iterator<Item = Block<'_>> + '_ {
+    pub fn blocks(
+        &self,
+        g: usize,
+        rows: std::ops::Range<usize>,
+    ) -> impl Iterator<Item = Block<'_>> + '_ {
         let gs = self.offsets[g];
         let ge = self.offsets[g + 1];
-        debug_assert!((rows.start - gs) % BLOCK == 0 && (rows.end == ge || (rows.end - gs) % BLOCK == 0));
+        debug_assert!(
+            (rows.start - gs) % BLOCK == 0 && (rows.end == ge || (rows.end - gs) % BLOCK == 0)
+        );
         let b0 = (rows.start - gs) / BLOCK;
         let b1 = (rows.end - gs).div_ceil(BLOCK);
         (b0..b1).map(move |i| {
@@ -239,6 +269,7 @@ impl GroupedMatrix {
                 width: (end - off) / self.dp,
                 dp: self.dp,
                 y: &self.y[r0..r1],
+                index: i,
             }
         })
     }
@@ -248,7 +279,9 @@ impl GroupedMatrix {
         let k = i - self.offsets[g];
         let b = self.first_block[g] + k / BLOCK;
         let width = (self.block_off[b + 1] - self.block_off[b]) / self.dp;
-        (0..self.d).map(|j| self.x[self.block_off[b] + j * width + k % BLOCK]).collect()
+        (0..self.d)
+            .map(|j| self.x[self.block_off[b] + j * width + k % BLOCK])
+            .collect()
     }
 
     /// Number of features.
@@ -324,7 +357,11 @@ fn column_pass<T: Copy + Into<f64>>(
         }
     }
     let all_present: f64 = present[..ng].iter().sum();
-    let impute = if all_present > 0.0 { sum[..ng].iter().sum::<f64>() / all_present } else { 0.0 };
+    let impute = if all_present > 0.0 {
+        sum[..ng].iter().sum::<f64>() / all_present
+    } else {
+        0.0
+    };
     let mut mean = vec![0.0; g_total];
     for g in 0..ng {
         if group_rows[g] > 0.0 {
@@ -353,10 +390,19 @@ fn column_pass<T: Copy + Into<f64>>(
             sq[ng] += dg * dg;
         }
     }
-    let scale: Vec<f64> = (0..g_total).map(|g| std_or_one(sq[g], group_rows[g], mean[g])).collect();
+    let scale: Vec<f64> = (0..g_total)
+        .map(|g| std_or_one(sq[g], group_rows[g], mean[g]))
+        .collect();
     let inv: Vec<f64> = scale.iter().map(|s| 1.0 / s).collect();
-    // Gather in layout order: sequential writes, one block row at a time.
-    for g in 0..g_total {
+    // Gather in layout order: one (random) read of the source per row, then
+    // sequential writes into the group's block and, if present, the global copy.
+    let global_slot = |p: usize| -> usize {
+        let b = shape.first_block[ng] + p / BLOCK;
+        let off = shape.block_off[b];
+        off + j * ((shape.block_off[b + 1] - off) / shape.dp) + p % BLOCK
+    };
+    let inv_global = if input.with_global { inv[ng] } else { 0.0 };
+    for g in 0..ng {
         let (mg, ig) = (mean[g], inv[g]);
         let (b0, b1) = (shape.first_block[g], shape.first_block[g + 1]);
         for b in b0..b1 {
@@ -365,15 +411,24 @@ fn column_pass<T: Copy + Into<f64>>(
             let off = shape.block_off[b];
             let width = (shape.block_off[b + 1] - off) / shape.dp;
             for (i, &r) in shape.src[p0..p1].iter().enumerate() {
-                let val = ((value(r) - mg) * ig) as f32;
-                // SAFETY: slot i of feature row j of block b: inside `x`
-                // (i < width, j < dp) and written by no other thread
-                // (threads own features).
-                unsafe { *out.0.add(off + j * width + i) = val };
+                let raw = value(r);
+                // SAFETY: slot i of feature row j of block b, and the global
+                // copy's slot of the same row: inside `x` (i < width, j < dp)
+                // and written by no other thread (threads own features).
+                unsafe { *out.0.add(off + j * width + i) = ((raw - mg) * ig) as f32 };
+                if input.with_global {
+                    unsafe {
+                        *out.0.add(global_slot(p0 + i)) = ((raw - impute) * inv_global) as f32
+                    };
+                }
             }
         }
     }
-    ColumnStats { mean, scale, impute }
+    ColumnStats {
+        mean,
+        scale,
+        impute,
+    }
 }
 
 /// Population standard deviation, or 1 when the column is (numerically) constant.
@@ -426,7 +481,15 @@ mod tests {
         assert!((m.row(1, 2)[0] as f64 - (-2.0 / sd)).abs() < 1e-6);
         // blocks: group 1 is one block of 3 rows padded to 16 slots, 4 feature rows
         let blocks: Vec<_> = m.blocks(1, 2..5).collect();
-        assert_eq!((blocks.len(), blocks[0].width, blocks[0].dp, blocks[0].y.len()), (1, 16, 4, 3));
+        assert_eq!(
+            (
+                blocks.len(),
+                blocks[0].width,
+                blocks[0].dp,
+                blocks[0].y.len()
+            ),
+            (1, 16, 4, 3)
+        );
         assert_eq!(blocks[0].x[16..].iter().filter(|&&v| v != 0.0).count(), 0);
         // global: 1, 4, 3, 3.25, 5: mean 3.25
         assert!((m.mean(2)[0] - 3.25).abs() < 1e-12);
@@ -437,7 +500,10 @@ mod tests {
     #[test]
     fn large_groups_are_cut_into_blocks() {
         let n = BLOCK * 2 + 5;
-        let col = vec![Column::Owned((0..n).map(|i| i as f64).collect()), Column::Owned(vec![1.0; n])];
+        let col = vec![
+            Column::Owned((0..n).map(|i| i as f64).collect()),
+            Column::Owned(vec![1.0; n]),
+        ];
         let rows: Vec<u32> = (0..n as u32).collect();
         let m = GroupedMatrix::build(LayoutInput {
             columns: &col,
@@ -450,7 +516,13 @@ mod tests {
         })
         .unwrap();
         let blocks: Vec<_> = m.blocks(0, 0..n).collect();
-        assert_eq!(blocks.iter().map(|b| (b.y.len(), b.width)).collect::<Vec<_>>(), vec![(BLOCK, BLOCK), (BLOCK, BLOCK), (5, LANES)]);
+        assert_eq!(
+            blocks
+                .iter()
+                .map(|b| (b.y.len(), b.width))
+                .collect::<Vec<_>>(),
+            vec![(BLOCK, BLOCK), (BLOCK, BLOCK), (5, LANES)]
+        );
         assert_eq!(m.blocks(0, BLOCK..n).count(), 2);
         // row order is kept inside the group: standardised values increase
         let v: Vec<f32> = (0..n).map(|i| m.row(0, i)[0]).collect();
@@ -471,6 +543,9 @@ mod tests {
         })
         .unwrap();
         assert_eq!(m.scale(0), &[1.0]);
-        assert_eq!((0..3).map(|i| m.row(0, i)[0]).collect::<Vec<_>>(), vec![0.0, 0.0, 0.0]);
+        assert_eq!(
+            (0..3).map(|i| m.row(0, i)[0]).collect::<Vec<_>>(),
+            vec![0.0, 0.0, 0.0]
+        );
     }
 }

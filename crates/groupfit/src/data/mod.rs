@@ -60,12 +60,11 @@ impl Task {
 /// The schema of a Parquet file, without reading its data.
 pub fn parquet_schema(path: &Path) -> Result<Arc<Schema>> {
     let file = File::open(path).map_err(|e| GroupfitError::io("read", path, e))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| {
-        GroupfitError::Parquet {
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| GroupfitError::Parquet {
             path: path.display().to_string(),
             reason: e.to_string(),
-        }
-    })?;
+        })?;
     Ok(builder.schema().clone())
 }
 
@@ -91,21 +90,31 @@ pub fn read_parquet(path: &Path, columns: &[String], threads: usize) -> Result<R
         vec![read_projected(path, &parts[0])]
     } else {
         std::thread::scope(|s| {
-            let hs: Vec<_> = parts.iter().map(|p| s.spawn(move || read_projected(path, p))).collect();
-            hs.into_iter().map(|h| h.join().expect("reader thread panicked")).collect()
+            let hs: Vec<_> = parts
+                .iter()
+                .map(|p| s.spawn(move || read_projected(path, p)))
+                .collect();
+            hs.into_iter()
+                .map(|h| h.join().expect("reader thread panicked"))
+                .collect()
         })
     };
     let batches = batches.into_iter().collect::<Result<Vec<_>>>()?;
     let mut cols = Vec::with_capacity(columns.len());
     let mut fields = Vec::with_capacity(columns.len());
     for name in columns {
-        let b = batches.iter().find(|b| b.schema().index_of(name).is_ok()).expect("column was projected");
+        let b = batches
+            .iter()
+            .find(|b| b.schema().index_of(name).is_ok())
+            .expect("column was projected");
         let i = b.schema().index_of(name).map_err(|e| pq_err(&e))?;
         cols.push(b.column(i).clone());
         fields.push(b.schema().field(i).clone());
     }
-    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(batches.first().map_or(0, |b| b.num_rows())));
-    RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), cols, &options).map_err(|e| pq_err(&e))
+    let options = arrow_array::RecordBatchOptions::new()
+        .with_row_count(Some(batches.first().map_or(0, |b| b.num_rows())));
+    RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), cols, &options)
+        .map_err(|e| pq_err(&e))
 }
 
 /// Reads one projection of a file into one batch.
@@ -119,7 +128,11 @@ fn read_projected(path: &Path, columns: &[String]) -> Result<RecordBatch> {
     let schema = builder.schema().clone();
     let indices: Vec<usize> = columns
         .iter()
-        .map(|n| schema.index_of(n).map_err(|_| missing_column(n, path, &schema)))
+        .map(|n| {
+            schema
+                .index_of(n)
+                .map_err(|_| missing_column(n, path, &schema))
+        })
         .collect::<Result<_>>()?;
     let rows = builder.metadata().file_metadata().num_rows().max(0) as usize;
     let mask = ProjectionMask::roots(builder.parquet_schema(), indices.iter().copied());
@@ -134,7 +147,12 @@ fn read_projected(path: &Path, columns: &[String]) -> Result<RecordBatch> {
     }
     let projected = match batches.first() {
         Some(b) => b.schema(),
-        None => Arc::new(Schema::new(indices.iter().map(|&i| schema.field(i).clone()).collect::<Vec<_>>())),
+        None => Arc::new(Schema::new(
+            indices
+                .iter()
+                .map(|&i| schema.field(i).clone())
+                .collect::<Vec<_>>(),
+        )),
     };
     arrow_select_concat(&projected, &batches).map_err(|e| pq_err(&e))
 }
@@ -202,7 +220,12 @@ impl Column {
     /// Views (or converts) an Arrow array. Non-numeric types are a
     /// [`GroupfitError::NonNumericColumn`]; with `reject_inf`, an infinite value
     /// is a [`GroupfitError::InfiniteValue`] naming the row.
-    pub fn from_array(array: &ArrayRef, name: &str, path: &Path, reject_inf: bool) -> Result<Column> {
+    pub fn from_array(
+        array: &ArrayRef,
+        name: &str,
+        path: &Path,
+        reject_inf: bool,
+    ) -> Result<Column> {
         if !is_numeric(array.data_type()) {
             return Err(GroupfitError::NonNumericColumn {
                 column: name.to_string(),
@@ -211,12 +234,18 @@ impl Column {
             });
         }
         let col = match array.data_type() {
-            DataType::Float32 if array.null_count() == 0 => Column::F32(array.as_primitive::<Float32Type>().clone()),
-            DataType::Float64 if array.null_count() == 0 => Column::F64(array.as_primitive::<Float64Type>().clone()),
+            DataType::Float32 if array.null_count() == 0 => {
+                Column::F32(array.as_primitive::<Float32Type>().clone())
+            }
+            DataType::Float64 if array.null_count() == 0 => {
+                Column::F64(array.as_primitive::<Float64Type>().clone())
+            }
             _ => {
-                let cast = arrow_cast::cast(array, &DataType::Float64).map_err(|e| GroupfitError::Parquet {
-                    path: path.display().to_string(),
-                    reason: format!("column '{name}': {e}"),
+                let cast = arrow_cast::cast(array, &DataType::Float64).map_err(|e| {
+                    GroupfitError::Parquet {
+                        path: path.display().to_string(),
+                        reason: format!("column '{name}': {e}"),
+                    }
                 })?;
                 let prim = cast.as_primitive::<Float64Type>();
                 let mut out: Vec<f64> = prim.values().to_vec();
@@ -273,7 +302,12 @@ impl Column {
 }
 
 /// Converts one column to `f64`, nulls as NaN (see [`Column::from_array`]).
-pub fn numeric_column(array: &ArrayRef, name: &str, path: &Path, reject_inf: bool) -> Result<Vec<f64>> {
+pub fn numeric_column(
+    array: &ArrayRef,
+    name: &str,
+    path: &Path,
+    reject_inf: bool,
+) -> Result<Vec<f64>> {
     Ok(match Column::from_array(array, name, path, reject_inf)? {
         Column::Owned(v) => v,
         c => with_values!(c, |v| v.iter().map(|&x| x as f64).collect()),
@@ -324,7 +358,10 @@ mod tests {
         let a: ArrayRef = Arc::new(StringArray::from(vec!["a"]));
         let e = numeric_column(&a, "carrier", Path::new("f.parquet"), true).unwrap_err();
         let msg = e.to_string();
-        assert!(msg.contains("'carrier'") && msg.contains("not numeric"), "{msg}");
+        assert!(
+            msg.contains("'carrier'") && msg.contains("not numeric"),
+            "{msg}"
+        );
     }
 
     #[test]

@@ -103,7 +103,13 @@ pub fn run_passes<F: PassFamily>(
     while pass < max_passes {
         let active: Vec<usize> = groups
             .iter()
-            .map(|g| g.read().unwrap().iter().filter(|u| family.is_active(u)).count())
+            .map(|g| {
+                g.read()
+                    .unwrap()
+                    .iter()
+                    .filter(|u| family.is_active(u))
+                    .count()
+            })
             .collect();
         let n_active: usize = active.iter().sum();
         if n_active == 0 {
@@ -114,7 +120,10 @@ pub fn run_passes<F: PassFamily>(
             let loads: Vec<GroupLoad> = rows
                 .iter()
                 .zip(&active)
-                .map(|(r, &u)| GroupLoad { rows: r.clone(), units: u })
+                .map(|(r, &u)| GroupLoad {
+                    rows: r.clone(),
+                    units: u,
+                })
                 .collect();
             let s = resolved.unwrap_or(strategy);
             let p = Plan::build(s, &loads, workers, family.align());
@@ -127,7 +136,11 @@ pub fn run_passes<F: PassFamily>(
         run_one_pass(family, &groups, p);
         pass += 1;
         if trace() {
-            let rows_active: usize = rows.iter().zip(&plan.as_ref().unwrap().0).map(|(r, &a)| r.len() * a).sum();
+            let rows_active: usize = rows
+                .iter()
+                .zip(&plan.as_ref().unwrap().0)
+                .map(|(r, &a)| r.len() * a)
+                .sum();
             eprintln!(
                 "[groupfit] pass {pass}: {n_active} active units, {rows_active} unit-rows, {:.1} ms",
                 t.elapsed().as_secs_f64() * 1e3
@@ -135,7 +148,13 @@ pub fn run_passes<F: PassFamily>(
         }
         let still: usize = groups
             .iter()
-            .map(|g| g.read().unwrap().iter().filter(|u| family.is_active(u)).count())
+            .map(|g| {
+                g.read()
+                    .unwrap()
+                    .iter()
+                    .filter(|u| family.is_active(u))
+                    .count()
+            })
             .sum();
         progress(PassProgress {
             pass,
@@ -150,13 +169,21 @@ pub fn run_passes<F: PassFamily>(
         }),
         passes: pass,
     };
-    (groups.into_iter().map(|g| g.into_inner().unwrap()).collect(), report)
+    (
+        groups
+            .into_iter()
+            .map(|g| g.into_inner().unwrap())
+            .collect(),
+        report,
+    )
 }
 
 /// Whether `GROUPFIT_TRACE` is set: per-pass and per-stage timings on stderr.
 pub fn trace() -> bool {
     static TRACE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *TRACE.get_or_init(|| std::env::var_os("GROUPFIT_TRACE").is_some_and(|v| !v.is_empty() && v != "0"))
+    *TRACE.get_or_init(|| {
+        std::env::var_os("GROUPFIT_TRACE").is_some_and(|v| !v.is_empty() && v != "0")
+    })
 }
 
 /// Partial statistics of a cut group, tagged for the in-order reduction.
@@ -176,8 +203,11 @@ fn run_one_pass<F: PassFamily>(family: &F, groups: &[RwLock<Vec<F::Unit>>], plan
         for s in shards {
             if s.whole {
                 let mut units = groups[s.group].write().unwrap();
-                let active: Vec<(usize, &F::Unit)> =
-                    units.iter().enumerate().filter(|(_, u)| family.is_active(u)).collect();
+                let active: Vec<(usize, &F::Unit)> = units
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, u)| family.is_active(u))
+                    .collect();
                 if active.is_empty() {
                     continue;
                 }
@@ -187,12 +217,21 @@ fn run_one_pass<F: PassFamily>(family: &F, groups: &[RwLock<Vec<F::Unit>>], plan
                 family.accumulate(s.group, &active, s.rows.clone(), &mut buf, &mut scratch);
                 drop(active);
                 for (i, &k) in ks.iter().enumerate() {
-                    family.apply(s.group, k, &mut units[k], &mut buf[i * len..(i + 1) * len], &mut scratch);
+                    family.apply(
+                        s.group,
+                        k,
+                        &mut units[k],
+                        &mut buf[i * len..(i + 1) * len],
+                        &mut scratch,
+                    );
                 }
             } else {
                 let units = groups[s.group].read().unwrap();
-                let active: Vec<(usize, &F::Unit)> =
-                    units.iter().enumerate().filter(|(_, u)| family.is_active(u)).collect();
+                let active: Vec<(usize, &F::Unit)> = units
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, u)| family.is_active(u))
+                    .collect();
                 if active.is_empty() {
                     continue;
                 }
@@ -201,7 +240,11 @@ fn run_one_pass<F: PassFamily>(family: &F, groups: &[RwLock<Vec<F::Unit>>], plan
                 partials.push(Partial {
                     group: s.group,
                     start: s.rows.start,
-                    stats: active.iter().enumerate().map(|(i, (k, _))| (*k, out[i * len..(i + 1) * len].to_vec())).collect(),
+                    stats: active
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (k, _))| (*k, out[i * len..(i + 1) * len].to_vec()))
+                        .collect(),
                 });
             }
         }

@@ -67,15 +67,45 @@ impl PassFamily for LinearPass<'_> {
     ) {
         let refs: Vec<UnitRef<'_>> = units
             .iter()
-            .map(|(k, u)| UnitRef { w: &u.w, c: self.configs[*k].c() })
+            .map(|(k, u)| UnitRef {
+                w: &u.w,
+                c: self.configs[*k].c(),
+            })
             .collect();
-        solver::accumulate(self.task, self.matrix.blocks(group, rows), &refs, out, scratch);
+        let stride = solver::hessian_stride(
+            self.task,
+            self.matrix
+                .rows_of(group)
+                .div_ceil(crate::data::layout::BLOCK),
+        );
+        solver::accumulate(
+            self.task,
+            stride,
+            self.matrix.blocks(group, rows),
+            &refs,
+            out,
+            scratch,
+        );
     }
 
-    fn apply(&self, group: usize, k: usize, unit: &mut UnitState, stats: &mut [f64], scratch: &mut Scratch) {
+    fn apply(
+        &self,
+        group: usize,
+        k: usize,
+        unit: &mut UnitState,
+        stats: &mut [f64],
+        scratch: &mut Scratch,
+    ) {
         let d = self.matrix.d();
         let pen = &self.penalty[group * d..(group + 1) * d];
-        solver::apply(unit, stats, pen, &self.configs[k], self.matrix.rows_of(group), scratch);
+        solver::apply(
+            unit,
+            stats,
+            pen,
+            &self.configs[k],
+            self.matrix.rows_of(group),
+            scratch,
+        );
     }
 }
 
@@ -117,7 +147,9 @@ pub fn fit_grouped(
     let max_iter = configs.iter().map(|c| c.max_iter()).max().unwrap_or(1) as usize;
     // Each Newton iteration takes one pass plus at most ~34 line-search halvings.
     let max_passes = (max_iter + 1) * 40;
-    let (units, report) = run_passes(&family, units, &rows, strategy, workers, max_passes, progress);
+    let (units, report) = run_passes(
+        &family, units, &rows, strategy, workers, max_passes, progress,
+    );
     let fitted = units
         .into_iter()
         .enumerate()

@@ -62,10 +62,13 @@ pub struct UnitRef<'a> {
 }
 
 /// Adds every unit's statistics over the blocks into `out` (one
-/// `1 + p + p*p` slice per unit, `p = d + 1`, in order). Only the upper
-/// triangle of each Hessian is written.
+/// `1 + p + p*p + 1` slice per unit, `p = d + 1`, in order: loss, gradient,
+/// Hessian, rows the Hessian was summed over). Only the upper triangle of each
+/// Hessian is written. The Hessian is summed over the blocks whose index in
+/// their group is a multiple of `hessian_stride` (1: every block).
 pub fn accumulate_blocks<'a>(
     task: Task,
+    hessian_stride: usize,
     blocks: &mut dyn Iterator<Item = Block<'a>>,
     units: &[UnitRef<'_>],
     out: &mut [f64],
@@ -73,40 +76,45 @@ pub fn accumulate_blocks<'a>(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("fma") {
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("fma")
+        {
             // SAFETY: the CPU supports the features the copy was compiled for.
-            return unsafe { accumulate_avx512(task, blocks, units, out, s) };
+            return unsafe { accumulate_avx512(task, hessian_stride, blocks, units, out, s) };
         }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
             // SAFETY: as above.
-            return unsafe { accumulate_avx2(task, blocks, units, out, s) };
+            return unsafe { accumulate_avx2(task, hessian_stride, blocks, units, out, s) };
         }
     }
-    accumulate_impl(task, blocks, units, out, s, false)
+    accumulate_impl(task, hessian_stride, blocks, units, out, s, false)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
 unsafe fn accumulate_avx512<'a>(
     task: Task,
+    hessian_stride: usize,
     blocks: &mut dyn Iterator<Item = Block<'a>>,
     units: &[UnitRef<'_>],
     out: &mut [f64],
     s: &mut BlockScratch,
 ) {
-    accumulate_impl(task, blocks, units, out, s, true)
+    accumulate_impl(task, hessian_stride, blocks, units, out, s, true)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn accumulate_avx2<'a>(
     task: Task,
+    hessian_stride: usize,
     blocks: &mut dyn Iterator<Item = Block<'a>>,
     units: &[UnitRef<'_>],
     out: &mut [f64],
     s: &mut BlockScratch,
 ) {
-    accumulate_impl(task, blocks, units, out, s, false)
+    accumulate_impl(task, hessian_stride, blocks, units, out, s, false)
 }
 
 /// Sum of a slice whose length is a multiple of 8, in 8 lanes (vectorisable).
@@ -124,6 +132,7 @@ fn sum8(v: &[f64]) -> f64 {
 #[inline(always)]
 fn accumulate_impl<'a>(
     task: Task,
+    hessian_stride: usize,
     blocks: &mut dyn Iterator<Item = Block<'a>>,
     units: &[UnitRef<'_>],
     out: &mut [f64],
@@ -135,8 +144,9 @@ fn accumulate_impl<'a>(
     }
     let d = units[0].w.len() - 1;
     let p = d + 1;
-    let len = 1 + p + p * p;
+    let len = 1 + p + p * p + 1;
     let binary = task == Task::Binary;
+    let stride = hessian_stride.max(1);
     let lanes_per_unit = 2 * p * 8;
     s.lanes.clear();
     s.lanes.resize(units.len() * lanes_per_unit, 0.0);
@@ -148,8 +158,15 @@ fn accumulate_impl<'a>(
         let dp = blk.dp;
         let wd = blk.width;
         let x = blk.x;
-        assert!(x.len() >= dp * wd && wd <= BLOCK && wd % LANES == 0 && dp >= d && dp * dp <= s.hc.len());
-        if !binary {
+        assert!(
+            x.len() >= dp * wd
+                && wd <= BLOCK
+                && wd % LANES == 0
+                && dp >= d
+                && dp * dp <= s.hc.len()
+        );
+        let with_h = blk.index % stride == 0;
+        if !binary && with_h {
             syrk_upper(x, wd, dp, &mut s.hc);
             for j in 0..d {
                 let row = &x[j * wd..j * wd + wd];
@@ -167,15 +184,41 @@ fn accumulate_impl<'a>(
             let c = unit.c;
             margins(x, wd, d, unit.w, &mut s.z[..wd], avx512);
             let (loss, rsum, chsum) = if binary {
-                logistic_terms(&s.z, blk.y, wd, c, &mut s.r, &mut s.ch, &mut s.sh, &mut s.loss)
+                logistic_terms(
+                    &s.z,
+                    blk.y,
+                    wd,
+                    c,
+                    with_h,
+                    &mut s.r,
+                    &mut s.ch,
+                    &mut s.sh,
+                    &mut s.loss,
+                )
             } else {
                 squared_terms(&s.z, blk.y, wd, &mut s.r, &mut s.loss)
             };
             o[0] += c * loss;
             o[1 + d] += c * rsum;
             let lanes = &mut s.lanes[u * lanes_per_unit..(u + 1) * lanes_per_unit];
-            dots(x, wd, d, dp, &s.r, &s.ch, &s.sh, &mut s.bt, lanes, binary, avx512);
-            let h = &mut o[1 + p..];
+            dots(
+                x,
+                wd,
+                d,
+                dp,
+                &s.r,
+                &s.ch,
+                &s.sh,
+                &mut s.bt,
+                lanes,
+                binary && with_h,
+                avx512,
+            );
+            if !with_h {
+                continue;
+            }
+            o[len - 1] += m as f64;
+            let h = &mut o[1 + p..len - 1];
             if binary {
                 h[d * p + d] += chsum;
                 syrk_upper(&s.bt, wd, dp, &mut s.hc);
@@ -232,6 +275,21 @@ unsafe fn margins_avx512(x: *const f32, wd: usize, d: usize, w: &[f64], z: *mut 
     use std::arch::x86_64::*;
     let b = _mm512_set1_pd(w[d]);
     let mut i = 0;
+    // 64 rows at a time: eight independent FMA chains hide the FMA latency.
+    while i + 64 <= wd {
+        let mut acc = [b; 8];
+        for (j, &wj) in w[..d].iter().enumerate() {
+            let wv = _mm512_set1_pd(wj);
+            let xr = x.add(j * wd + i);
+            for (q, a) in acc.iter_mut().enumerate() {
+                *a = _mm512_fmadd_pd(wv, _mm512_cvtps_pd(_mm256_loadu_ps(xr.add(8 * q))), *a);
+            }
+        }
+        for (q, a) in acc.iter().enumerate() {
+            _mm512_storeu_pd(z.add(i + 8 * q), *a);
+        }
+        i += 64;
+    }
     while i < wd {
         let mut lo = b;
         let mut hi = b;
@@ -251,13 +309,38 @@ unsafe fn margins_avx512(x: *const f32, wd: usize, d: usize, w: &[f64], z: *mut 
 /// `lanes[p + j] += ch . x_j`, and (logistic) `bt = x * sh` for all `dp` rows.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn dots(x: &[f32], wd: usize, d: usize, dp: usize, r: &[f64], ch: &[f64], sh: &[f32], bt: &mut [f32], lanes: &mut [f64], binary: bool, avx512: bool) {
+fn dots(
+    x: &[f32],
+    wd: usize,
+    d: usize,
+    dp: usize,
+    r: &[f64],
+    ch: &[f64],
+    sh: &[f32],
+    bt: &mut [f32],
+    lanes: &mut [f64],
+    binary: bool,
+    avx512: bool,
+) {
     let p = d + 1;
     #[cfg(target_arch = "x86_64")]
     if avx512 {
         // SAFETY: only reached with AVX-512F; every pointer covers the
         // ranges read (x: dp*wd, r/ch/sh: wd, bt: dp*wd, lanes: 2*p*8).
-        return unsafe { dots_avx512(x.as_ptr(), wd, d, dp, r.as_ptr(), ch.as_ptr(), sh.as_ptr(), bt.as_mut_ptr(), lanes.as_mut_ptr(), binary) };
+        return unsafe {
+            dots_avx512(
+                x.as_ptr(),
+                wd,
+                d,
+                dp,
+                r.as_ptr(),
+                ch.as_ptr(),
+                sh.as_ptr(),
+                bt.as_mut_ptr(),
+                lanes.as_mut_ptr(),
+                binary,
+            )
+        };
     }
     let _ = avx512;
     for j in 0..dp {
@@ -312,7 +395,41 @@ unsafe fn dots_avx512(
         }
         let (mut ar0, mut ar1) = (_mm512_setzero_pd(), _mm512_setzero_pd());
         let (mut ah0, mut ah1) = (_mm512_setzero_pd(), _mm512_setzero_pd());
+        let (mut ar2, mut ar3) = (_mm512_setzero_pd(), _mm512_setzero_pd());
+        let (mut ah2, mut ah3) = (_mm512_setzero_pd(), _mm512_setzero_pd());
         let mut i = 0;
+        while i + 32 <= wd {
+            let x0 = _mm512_cvtps_pd(_mm256_loadu_ps(xr.add(i)));
+            let x1 = _mm512_cvtps_pd(_mm256_loadu_ps(xr.add(i + 8)));
+            let x2 = _mm512_cvtps_pd(_mm256_loadu_ps(xr.add(i + 16)));
+            let x3 = _mm512_cvtps_pd(_mm256_loadu_ps(xr.add(i + 24)));
+            ar0 = _mm512_fmadd_pd(_mm512_loadu_pd(r.add(i)), x0, ar0);
+            ar1 = _mm512_fmadd_pd(_mm512_loadu_pd(r.add(i + 8)), x1, ar1);
+            ar2 = _mm512_fmadd_pd(_mm512_loadu_pd(r.add(i + 16)), x2, ar2);
+            ar3 = _mm512_fmadd_pd(_mm512_loadu_pd(r.add(i + 24)), x3, ar3);
+            if binary {
+                ah0 = _mm512_fmadd_pd(_mm512_loadu_pd(ch.add(i)), x0, ah0);
+                ah1 = _mm512_fmadd_pd(_mm512_loadu_pd(ch.add(i + 8)), x1, ah1);
+                ah2 = _mm512_fmadd_pd(_mm512_loadu_pd(ch.add(i + 16)), x2, ah2);
+                ah3 = _mm512_fmadd_pd(_mm512_loadu_pd(ch.add(i + 24)), x3, ah3);
+                _mm512_storeu_ps(
+                    br.add(i),
+                    _mm512_mul_ps(_mm512_loadu_ps(xr.add(i)), _mm512_loadu_ps(sh.add(i))),
+                );
+                _mm512_storeu_ps(
+                    br.add(i + 16),
+                    _mm512_mul_ps(
+                        _mm512_loadu_ps(xr.add(i + 16)),
+                        _mm512_loadu_ps(sh.add(i + 16)),
+                    ),
+                );
+            }
+            i += 32;
+        }
+        ar0 = _mm512_add_pd(ar0, ar2);
+        ar1 = _mm512_add_pd(ar1, ar3);
+        ah0 = _mm512_add_pd(ah0, ah2);
+        ah1 = _mm512_add_pd(ah1, ah3);
         while i < wd {
             let lo = _mm512_cvtps_pd(_mm256_loadu_ps(xr.add(i)));
             let hi = _mm512_cvtps_pd(_mm256_loadu_ps(xr.add(i + 8)));
@@ -321,15 +438,24 @@ unsafe fn dots_avx512(
             if binary {
                 ah0 = _mm512_fmadd_pd(_mm512_loadu_pd(ch.add(i)), lo, ah0);
                 ah1 = _mm512_fmadd_pd(_mm512_loadu_pd(ch.add(i + 8)), hi, ah1);
-                _mm512_storeu_ps(br.add(i), _mm512_mul_ps(_mm512_loadu_ps(xr.add(i)), _mm512_loadu_ps(sh.add(i))));
+                _mm512_storeu_ps(
+                    br.add(i),
+                    _mm512_mul_ps(_mm512_loadu_ps(xr.add(i)), _mm512_loadu_ps(sh.add(i))),
+                );
             }
             i += 16;
         }
         let lg = lanes.add(j * 8);
-        _mm512_storeu_pd(lg, _mm512_add_pd(_mm512_loadu_pd(lg), _mm512_add_pd(ar0, ar1)));
+        _mm512_storeu_pd(
+            lg,
+            _mm512_add_pd(_mm512_loadu_pd(lg), _mm512_add_pd(ar0, ar1)),
+        );
         if binary {
             let lh = lanes.add((p + j) * 8);
-            _mm512_storeu_pd(lh, _mm512_add_pd(_mm512_loadu_pd(lh), _mm512_add_pd(ah0, ah1)));
+            _mm512_storeu_pd(
+                lh,
+                _mm512_add_pd(_mm512_loadu_pd(lh), _mm512_add_pd(ah0, ah1)),
+            );
         }
     }
 }
@@ -340,8 +466,31 @@ unsafe fn dots_avx512(
 /// sums of the loss, of `r` and of `ch`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn logistic_terms(z: &[f64], y: &[f64], wd: usize, c: f64, r: &mut [f64], ch: &mut [f64], sh: &mut [f32], loss: &mut [f64]) -> (f64, f64, f64) {
+fn logistic_terms(
+    z: &[f64],
+    y: &[f64],
+    wd: usize,
+    c: f64,
+    with_h: bool,
+    r: &mut [f64],
+    ch: &mut [f64],
+    sh: &mut [f32],
+    loss: &mut [f64],
+) -> (f64, f64, f64) {
     let m = y.len();
+    if !with_h {
+        for i in 0..wd {
+            let zi = z[i];
+            let yi = if i < m { y[i] } else { 0.0 };
+            let e = exp_neg(zi.abs());
+            let inv = 1.0 / (1.0 + e);
+            let pz = if zi >= 0.0 { inv } else { e * inv };
+            let live = if i < m { 1.0 } else { 0.0 };
+            r[i] = live * (pz - yi);
+            loss[i] = live * (zi.max(0.0) + log1p_unit(e) - yi * zi);
+        }
+        return (sum8(&loss[..wd]), sum8(&r[..wd]), 0.0);
+    }
     for i in 0..wd {
         let zi = z[i];
         let yi = if i < m { y[i] } else { 0.0 };
@@ -361,7 +510,13 @@ fn logistic_terms(z: &[f64], y: &[f64], wd: usize, c: f64, r: &mut [f64], ch: &m
 /// Squared-loss terms: `r = z - y`, loss `r^2 / 2`, zeros in padding slots;
 /// returns the sums of the loss and of `r` (and 0).
 #[inline(always)]
-fn squared_terms(z: &[f64], y: &[f64], wd: usize, r: &mut [f64], loss: &mut [f64]) -> (f64, f64, f64) {
+fn squared_terms(
+    z: &[f64],
+    y: &[f64],
+    wd: usize,
+    r: &mut [f64],
+    loss: &mut [f64],
+) -> (f64, f64, f64) {
     let m = y.len();
     for i in 0..wd {
         let yi = if i < m { y[i] } else { 0.0 };
@@ -429,7 +584,8 @@ fn syrk_upper(bt: &[f32], mp: usize, pp: usize, hc: &mut [f32]) {
             // SAFETY: feature checked; indices stay within `bt` and `hc` (asserted above).
             return unsafe { syrk_avx512(bt, pp, mp, hc) };
         }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
             // SAFETY: as above.
             return unsafe { syrk_avx2(bt, pp, mp, hc) };
         }
@@ -529,13 +685,19 @@ mod tests {
             let a = i as f64 * 0.37;
             let e = exp_neg(a);
             let want = (-a).exp();
-            assert!((e - want).abs() <= 4.0 * f64::EPSILON * want, "exp(-{a}): {e} vs {want}");
+            assert!(
+                (e - want).abs() <= 4.0 * f64::EPSILON * want,
+                "exp(-{a}): {e} vs {want}"
+            );
         }
         assert!(exp_neg(1e6) < 1e-300);
         for i in 0..=1000 {
             let e = i as f64 / 1000.0;
             let v = log1p_unit(e);
-            assert!((v - e.ln_1p()).abs() <= 4.0 * f64::EPSILON * e.ln_1p().max(1e-300), "{e}");
+            assert!(
+                (v - e.ln_1p()).abs() <= 4.0 * f64::EPSILON * e.ln_1p().max(1e-300),
+                "{e}"
+            );
         }
     }
 
@@ -555,7 +717,9 @@ mod tests {
     #[test]
     fn hessian_tiles_match_naive_product() {
         let (d, m) = (6, 37);
-        let x: Vec<f32> = (0..m * d).map(|i| ((i * 31) % 17) as f32 / 8.0 - 1.0).collect();
+        let x: Vec<f32> = (0..m * d)
+            .map(|i| ((i * 31) % 17) as f32 / 8.0 - 1.0)
+            .collect();
         let (b, dp, wd) = block_of(&x, d, m);
         let mut hc = vec![0.0; dp * dp];
         syrk_upper(&b, wd, dp, &mut hc);
@@ -563,7 +727,9 @@ mod tests {
         syrk_scalar(&b, dp, wd, &mut hs);
         for j in 0..d {
             for k in j..d {
-                let want: f64 = (0..m).map(|i| x[i * d + j] as f64 * x[i * d + k] as f64).sum();
+                let want: f64 = (0..m)
+                    .map(|i| x[i * d + j] as f64 * x[i * d + k] as f64)
+                    .sum();
                 assert!((hc[j * dp + k] as f64 - want).abs() < 1e-4, "{j},{k}");
                 assert!((hs[j * dp + k] as f64 - want).abs() < 1e-4, "{j},{k}");
             }
@@ -573,17 +739,33 @@ mod tests {
     #[test]
     fn block_statistics_match_a_naive_f64_computation() {
         let (d, m) = (5, 70);
-        let x: Vec<f32> = (0..m * d).map(|i| ((i * 7919) % 23) as f32 / 11.0 - 1.0).collect();
+        let x: Vec<f32> = (0..m * d)
+            .map(|i| ((i * 7919) % 23) as f32 / 11.0 - 1.0)
+            .collect();
         let y: Vec<f64> = (0..m).map(|i| ((i * 13) % 5 < 2) as u8 as f64).collect();
         let (b, dp, wd) = block_of(&x, d, m);
-        let blk = Block { x: &b, width: wd, dp, y: &y };
+        let blk = Block {
+            x: &b,
+            width: wd,
+            dp,
+            y: &y,
+            index: 0,
+        };
         let w = [0.4, -0.3, 0.2, 0.0, 0.1, -0.2];
         let c = 0.7;
         let p = d + 1;
         for task in [Task::Binary, Task::Regression] {
-            let mut out = vec![0.0; 1 + p + p * p];
+            let mut out = vec![0.0; 1 + p + p * p + 1];
             let mut s = BlockScratch::new(dp);
-            accumulate_blocks(task, &mut std::iter::once(blk), &[UnitRef { w: &w, c }], &mut out, &mut s);
+            accumulate_blocks(
+                task,
+                1,
+                &mut std::iter::once(blk),
+                &[UnitRef { w: &w, c }],
+                &mut out,
+                &mut s,
+            );
+            assert_eq!(out[1 + p + p * p], m as f64);
             let (mut f, mut g, mut h) = (0.0, vec![0.0; p], vec![0.0; p * p]);
             for i in 0..m {
                 let xi: Vec<f64> = (0..d).map(|j| x[i * d + j] as f64).chain([1.0]).collect();
@@ -605,10 +787,17 @@ mod tests {
             }
             assert!((out[0] - f).abs() < 1e-10 * f.abs(), "{task:?} f");
             for j in 0..p {
-                assert!((out[1 + j] - g[j]).abs() < 1e-10 * (1.0 + g[j].abs()), "{task:?} g{j}");
+                assert!(
+                    (out[1 + j] - g[j]).abs() < 1e-10 * (1.0 + g[j].abs()),
+                    "{task:?} g{j}"
+                );
                 for k in j..p {
                     let got = out[1 + p + j * p + k];
-                    assert!((got - h[j * p + k]).abs() < 1e-5 * (1.0 + h[j * p + k].abs()), "{task:?} h{j}{k}: {got} vs {}", h[j * p + k]);
+                    assert!(
+                        (got - h[j * p + k]).abs() < 1e-5 * (1.0 + h[j * p + k].abs()),
+                        "{task:?} h{j}{k}: {got} vs {}",
+                        h[j * p + k]
+                    );
                 }
             }
         }

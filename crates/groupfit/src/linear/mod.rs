@@ -44,14 +44,14 @@ impl Default for LinearParams {
     fn default() -> Self {
         LinearParams {
             c: 1.0,
-            tol: 1e-6,
+            tol: 1e-4,
             max_iter: 100,
         }
     }
 }
 
 impl LinearParams {
-    /// Defaults: `C = 1`, `tol = 1e-6`, `max_iter = 100`.
+    /// Defaults: `C = 1`, `tol = 1e-4` (sklearn's default), `max_iter = 100`.
     pub fn new() -> Self {
         Self::default()
     }
@@ -63,8 +63,10 @@ impl LinearParams {
     }
 
     /// Convergence tolerance: stop when the largest gradient entry (standardised
-    /// coordinates) is at most `tol * C * n_rows`, i.e. `tol` on the gradient of the
-    /// mean loss, as sklearn's lbfgs does.
+    /// coordinates) is at most `tol * C * n_rows`, i.e. `tol` on the gradient of
+    /// the objective divided by `C * n_rows` (mean loss plus scaled penalty), the
+    /// quantity sklearn's lbfgs compares with its `tol`. Newton converges
+    /// quadratically, so the default stops well inside it.
     pub fn tol(mut self, tol: f64) -> Self {
         self.tol = tol;
         self
@@ -83,14 +85,20 @@ impl LinearParams {
             "tol" => self.tol(value),
             "max_iter" => {
                 if value.fract() != 0.0 || value < 1.0 || value > u32::MAX as f64 {
-                    return Err(GroupfitError::param("max_iter", format!("{value} is not a positive integer")));
+                    return Err(GroupfitError::param(
+                        "max_iter",
+                        format!("{value} is not a positive integer"),
+                    ));
                 }
                 self.max_iter(value as u32)
             }
             other => {
                 return Err(GroupfitError::param(
                     other,
-                    format!("unknown for model linear (known: {})", PARAM_NAMES.join(", ")),
+                    format!(
+                        "unknown for model linear (known: {})",
+                        PARAM_NAMES.join(", ")
+                    ),
                 ))
             }
         })
@@ -99,10 +107,16 @@ impl LinearParams {
     /// Validates into a checked configuration.
     pub fn check(self) -> Result<LinearConfig> {
         if !(self.c.is_finite() && self.c > 0.0) {
-            return Err(GroupfitError::param("C", format!("{} must be a positive number", self.c)));
+            return Err(GroupfitError::param(
+                "C",
+                format!("{} must be a positive number", self.c),
+            ));
         }
         if !(self.tol.is_finite() && self.tol > 0.0) {
-            return Err(GroupfitError::param("tol", format!("{} must be a positive number", self.tol)));
+            return Err(GroupfitError::param(
+                "tol",
+                format!("{} must be a positive number", self.tol),
+            ));
         }
         if self.max_iter == 0 {
             return Err(GroupfitError::param("max_iter", "must be at least 1"));
@@ -191,8 +205,15 @@ mod tests {
         assert!(LinearParams::new().c(0.0).check().is_err());
         assert!(LinearParams::new().tol(f64::NAN).check().is_err());
         let e = LinearParams::new().set("alpha", 1.0).unwrap_err();
-        assert_eq!(e.to_string(), "invalid parameter 'alpha': unknown for model linear (known: C, tol, max_iter)");
-        let cfg = LinearParams::new().set("max_iter", 7.0).unwrap().check().unwrap();
+        assert_eq!(
+            e.to_string(),
+            "invalid parameter 'alpha': unknown for model linear (known: C, tol, max_iter)"
+        );
+        let cfg = LinearParams::new()
+            .set("max_iter", 7.0)
+            .unwrap()
+            .check()
+            .unwrap();
         assert_eq!(cfg.max_iter(), 7);
     }
 

@@ -14,16 +14,36 @@
 //! buffer (a [`Scratch`] per worker), so the hot loop does not allocate.
 
 use super::kernel::{accumulate_blocks, BlockScratch, UnitRef};
-use crate::data::layout::Block;
 use super::LinearConfig;
+use crate::data::layout::Block;
 use crate::data::Task;
 
-/// Length of one unit's statistics: `[loss, gradient (d+1), Hessian ((d+1)^2)]`.
-/// The Hessian is accumulated in its upper triangle only; [`apply`] mirrors it.
+/// Length of one unit's statistics: `[loss, gradient (d+1), Hessian ((d+1)^2),
+/// rows in the Hessian]`. The Hessian is accumulated in its upper triangle
+/// only; [`apply`] mirrors it and scales it up when it was summed over a
+/// sample of the rows.
 pub fn stats_len(d: usize) -> usize {
     let p = d + 1;
-    1 + p + p * p
+    1 + p + p * p + 1
 }
+
+/// Blocks whose Hessian a group of `blocks` blocks sums: every block up to
+/// [`HESSIAN_BLOCKS`] blocks, then every `stride`-th block (a fixed sample,
+/// the same under every plan). The gradient and loss always use every row, so
+/// the solution is exact; only the Newton steps are approximate
+/// ("sub-sampled Newton"), which converges linearly at a rate of about
+/// `sqrt(d / sampled rows)`.
+pub fn hessian_stride(task: Task, blocks: usize) -> usize {
+    match task {
+        // Squared loss: the Hessian is shared by every config of a block and
+        // cheap; keep it exact so one Newton step solves the problem.
+        Task::Regression => 1,
+        Task::Binary => (blocks / HESSIAN_BLOCKS).max(1),
+    }
+}
+
+/// Blocks (of [`crate::data::layout::BLOCK`] rows) that always get an exact Hessian.
+pub const HESSIAN_BLOCKS: usize = 48;
 
 /// Per-worker buffers for [`accumulate`] and [`apply`].
 #[derive(Debug, Clone)]
@@ -115,13 +135,14 @@ impl UnitState {
 /// [`apply`], once.
 pub fn accumulate<'a>(
     task: Task,
+    hessian_stride: usize,
     blocks: impl Iterator<Item = Block<'a>>,
     units: &[UnitRef<'_>],
     out: &mut [f64],
     s: &mut Scratch,
 ) {
     let mut blocks = blocks;
-    accumulate_blocks(task, &mut blocks, units, out, &mut s.block);
+    accumulate_blocks(task, hessian_stride, &mut blocks, units, out, &mut s.block);
 }
 
 /// Adds the partial statistics `from` into `into`.
@@ -147,9 +168,17 @@ pub fn apply(
     let d = p - 1;
     u.passes += 1;
     let (f_s, rest) = stats.split_at_mut(1);
-    let (g, h) = rest.split_at_mut(p);
+    let (g, rest) = rest.split_at_mut(p);
+    let (h, h_rows) = rest.split_at_mut(p * p);
+    let scale = if h_rows[0] > 0.0 {
+        n_rows as f64 / h_rows[0]
+    } else {
+        1.0
+    };
     for j in 0..p {
+        h[j * p + j] *= scale;
         for k in j + 1..p {
+            h[j * p + k] *= scale;
             h[k * p + j] = h[j * p + k];
         }
     }
@@ -210,7 +239,10 @@ pub fn apply(
 /// numerically positive definite.
 fn newton_direction(h: &[f64], g: &[f64], x: &mut [f64], l: &mut [f64]) {
     let p = g.len();
-    let max_diag = (0..p).map(|j| h[j * p + j]).fold(0.0f64, f64::max).max(1e-300);
+    let max_diag = (0..p)
+        .map(|j| h[j * p + j])
+        .fold(0.0f64, f64::max)
+        .max(1e-300);
     let mut ridge = 0.0;
     for _ in 0..12 {
         if cholesky(h, ridge, p, l) {
@@ -232,7 +264,11 @@ fn newton_direction(h: &[f64], g: &[f64], x: &mut [f64], l: &mut [f64]) {
             }
             return;
         }
-        ridge = if ridge == 0.0 { 1e-10 * max_diag } else { ridge * 100.0 };
+        ridge = if ridge == 0.0 {
+            1e-10 * max_diag
+        } else {
+            ridge * 100.0
+        };
     }
     for i in 0..p {
         x[i] = -g[i] / max_diag;
@@ -293,28 +329,60 @@ mod tests {
         let m = matrix(&[vec![1.0, -1.0]], &[1.0, 0.0]);
         let mut out = vec![0.0; stats_len(1)];
         let mut s = Scratch::new(1, m.dp());
-        accumulate(Task::Binary, m.blocks(0, 0..2), &[UnitRef { w: &[0.0, 0.0], c: 2.0 }], &mut out, &mut s);
+        accumulate(
+            Task::Binary,
+            1,
+            m.blocks(0, 0..2),
+            &[UnitRef {
+                w: &[0.0, 0.0],
+                c: 2.0,
+            }],
+            &mut out,
+            &mut s,
+        );
         assert!((out[0] - 4.0 * 2f64.ln()).abs() < 1e-12);
         assert_eq!(&out[1..3], &[-2.0, 0.0]);
-        assert!((out[3] - 1.0).abs() < 1e-6 && out[4] == 0.0 && (out[6] - 1.0).abs() < 1e-12, "{out:?}");
+        assert!(
+            (out[3] - 1.0).abs() < 1e-6 && out[4] == 0.0 && (out[6] - 1.0).abs() < 1e-12,
+            "{out:?}"
+        );
     }
 
     #[test]
     fn partial_steps_combine_to_the_whole() {
         let n = 600;
-        let cols: Vec<Vec<f64>> = (0..3).map(|j| (0..n).map(|i| (((i * 7919 + j * 31) % 13) as f64) / 6.0 - 1.0).collect()).collect();
+        let cols: Vec<Vec<f64>> = (0..3)
+            .map(|j| {
+                (0..n)
+                    .map(|i| (((i * 7919 + j * 31) % 13) as f64) / 6.0 - 1.0)
+                    .collect()
+            })
+            .collect();
         let y: Vec<f64> = (0..n).map(|i| (i % 3 == 0) as u8 as f64).collect();
         let m = matrix(&cols, &y);
         let w = [0.3, -0.2, 0.1, 0.05];
-        let units = [UnitRef { w: &w, c: 0.7 }, UnitRef { w: &[0.0; 4], c: 2.0 }];
+        let units = [
+            UnitRef { w: &w, c: 0.7 },
+            UnitRef {
+                w: &[0.0; 4],
+                c: 2.0,
+            },
+        ];
         let len = stats_len(3);
         let mut s = Scratch::new(3, m.dp());
         let mut whole = vec![0.0; 2 * len];
-        accumulate(Task::Binary, m.blocks(0, 0..n), &units, &mut whole, &mut s);
+        accumulate(
+            Task::Binary,
+            1,
+            m.blocks(0, 0..n),
+            &units,
+            &mut whole,
+            &mut s,
+        );
         let mut a = vec![0.0; 2 * len];
         let mut b = vec![0.0; 2 * len];
-        accumulate(Task::Binary, m.blocks(0, 0..256), &units, &mut a, &mut s);
-        accumulate(Task::Binary, m.blocks(0, 256..n), &units, &mut b, &mut s);
+        accumulate(Task::Binary, 1, m.blocks(0, 0..256), &units, &mut a, &mut s);
+        accumulate(Task::Binary, 1, m.blocks(0, 256..n), &units, &mut b, &mut s);
         combine(&mut a, &b);
         for (u, v) in a.iter().zip(&whole) {
             assert!((u - v).abs() <= 1e-9 * v.abs().max(1.0), "{u} vs {v}");
@@ -335,12 +403,22 @@ mod tests {
         let penalty = [1.0 / (m.scale(0)[0] * m.scale(0)[0])];
         while u.status == Status::Active {
             let mut st = vec![0.0; stats_len(1)];
-            accumulate(Task::Regression, m.blocks(0, 0..3), &[UnitRef { w: &u.w, c }], &mut st, &mut s);
+            accumulate(
+                Task::Regression,
+                1,
+                m.blocks(0, 0..3),
+                &[UnitRef { w: &u.w, c }],
+                &mut st,
+                &mut s,
+            );
             apply(&mut u, &mut st, &penalty, &cfg, 3, &mut s);
         }
         let raw = LinearModel::from_standardised(&u.w, m.mean(0), m.scale(0));
         let (sxy, sxx) = (3.0, 2.0);
-        assert!((raw.coef[0] - c * sxy / (c * sxx + 1.0)).abs() < 1e-7, "{raw:?}");
+        assert!(
+            (raw.coef[0] - c * sxy / (c * sxx + 1.0)).abs() < 1e-7,
+            "{raw:?}"
+        );
         assert!((raw.intercept - 7.0 / 3.0).abs() < 1e-7);
         assert_eq!(u.status, Status::Converged);
     }

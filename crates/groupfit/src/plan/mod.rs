@@ -199,7 +199,11 @@ impl Plan {
     pub fn makespan(&self, loads: &[GroupLoad]) -> f64 {
         self.workers
             .iter()
-            .map(|ws| ws.iter().map(|s| (s.rows.len() * loads[s.group].units) as f64).sum::<f64>())
+            .map(|ws| {
+                ws.iter()
+                    .map(|s| (s.rows.len() * loads[s.group].units) as f64)
+                    .sum::<f64>()
+            })
             .fold(0.0, f64::max)
     }
 }
@@ -226,7 +230,11 @@ mod tests {
     #[test]
     fn tp_is_lpt() {
         let p = Plan::build(Strategy::Tp, &loads(&[5, 3, 3, 2, 1]), 2, 1);
-        let groups: Vec<Vec<usize>> = p.workers.iter().map(|w| w.iter().map(|s| s.group).collect()).collect();
+        let groups: Vec<Vec<usize>> = p
+            .workers
+            .iter()
+            .map(|w| w.iter().map(|s| s.group).collect())
+            .collect();
         // 5 -> w0; 3 -> w1; 3 -> w1 (3 < 5); 2 -> w0 (5 < 6); 1 -> w0 or w1 (7 vs 6) -> w1
         assert_eq!(groups, vec![vec![0, 3], vec![1, 2, 4]]);
         assert_eq!(p.makespan(&loads(&[5, 3, 3, 2, 1])), 7.0);
@@ -238,9 +246,20 @@ mod tests {
         let p = Plan::build(Strategy::Fused, &l, 2, 1);
         assert_eq!(
             p.workers[0],
-            vec![Shard { group: 0, rows: 0..50, whole: false }]
+            vec![Shard {
+                group: 0,
+                rows: 0..50,
+                whole: false
+            }]
         );
-        assert_eq!(p.workers[1][0], Shard { group: 0, rows: 50..90, whole: false });
+        assert_eq!(
+            p.workers[1][0],
+            Shard {
+                group: 0,
+                rows: 50..90,
+                whole: false
+            }
+        );
         assert!(p.workers[1][1].whole && p.workers[1][2].whole);
         let covered: usize = p.workers.iter().flatten().map(|s| s.rows.len()).sum();
         assert_eq!(covered, 100);
@@ -249,9 +268,15 @@ mod tests {
     #[test]
     fn auto_avoids_tp_when_one_group_dominates() {
         let skewed = loads(&[90, 5, 5]);
-        assert_eq!(Plan::build(Strategy::Auto, &skewed, 2, 1).strategy, Strategy::Fused);
+        assert_eq!(
+            Plan::build(Strategy::Auto, &skewed, 2, 1).strategy,
+            Strategy::Fused
+        );
         let even = loads(&[10; 20]);
-        assert_eq!(Plan::build(Strategy::Auto, &even, 2, 1).strategy, Strategy::Tp);
+        assert_eq!(
+            Plan::build(Strategy::Auto, &even, 2, 1).strategy,
+            Strategy::Tp
+        );
     }
 
     #[test]

@@ -183,7 +183,8 @@ impl RowRoute {
 impl ModelBundle {
     /// Serialises to the file format.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let payload = serde_json::to_vec(self).map_err(|e| GroupfitError::arg(format!("cannot encode model: {e}")))?;
+        let payload = serde_json::to_vec(self)
+            .map_err(|e| GroupfitError::arg(format!("cannot encode model: {e}")))?;
         let mut out = Vec::with_capacity(HEADER + payload.len());
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -200,10 +201,15 @@ impl ModelBundle {
             reason,
         };
         if bytes.len() < HEADER {
-            return Err(corrupt(format!("{} bytes, shorter than the {HEADER}-byte header", bytes.len())));
+            return Err(corrupt(format!(
+                "{} bytes, shorter than the {HEADER}-byte header",
+                bytes.len()
+            )));
         }
         if &bytes[..8] != MAGIC {
-            return Err(corrupt("not a groupfit model file (bad magic bytes)".into()));
+            return Err(corrupt(
+                "not a groupfit model file (bad magic bytes)".into(),
+            ));
         }
         let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
         if version == 0 || version > FORMAT_VERSION {
@@ -234,7 +240,10 @@ impl ModelBundle {
     /// Writes the bundle to `path` atomically.
     pub fn save(&self, path: &Path) -> Result<()> {
         let bytes = self.to_bytes()?;
-        write_atomic(path, |f| f.write_all(&bytes).map_err(|e| GroupfitError::io("write", path, e)))
+        write_atomic(path, |f| {
+            f.write_all(&bytes)
+                .map_err(|e| GroupfitError::io("write", path, e))
+        })
     }
 
     /// Reads a bundle written by [`ModelBundle::save`].
@@ -245,9 +254,20 @@ impl ModelBundle {
 
     /// Predicts every row of a table given its key columns and feature columns
     /// (in the bundle's order). `path` names the input in errors.
-    pub fn predict(&self, keys: &[ArrayRef], features: &[ArrayRef], path: &Path) -> Result<Predictions> {
+    pub fn predict(
+        &self,
+        keys: &[ArrayRef],
+        features: &[ArrayRef],
+        path: &Path,
+    ) -> Result<Predictions> {
         let n = keys.first().map_or(0, |k| k.len());
-        let encoder = GroupEncoder::from_keys(&self.groups.iter().map(|g| g.key.clone()).collect::<Vec<_>>());
+        let encoder = GroupEncoder::from_keys(
+            &self
+                .groups
+                .iter()
+                .map(|g| g.key.clone())
+                .collect::<Vec<_>>(),
+        );
         let gid = encoder.lookup(keys)?;
         let mut cols = Vec::with_capacity(features.len());
         for (name, arr) in self.features.iter().zip(features) {
@@ -319,11 +339,17 @@ pub fn write_atomic(
     let name = path
         .file_name()
         .ok_or_else(|| GroupfitError::arg(format!("'{}' is not a file path", path.display())))?;
-    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp).map_err(|e| GroupfitError::io("create", path, e))?;
+        let mut f =
+            std::fs::File::create(&tmp).map_err(|e| GroupfitError::io("create", path, e))?;
         write(&mut f)?;
-        f.sync_all().map_err(|e| GroupfitError::io("write", path, e))?;
+        f.sync_all()
+            .map_err(|e| GroupfitError::io("write", path, e))?;
         std::fs::rename(&tmp, path).map_err(|e| GroupfitError::io("write", path, e))
     })();
     if result.is_err() {
@@ -349,7 +375,10 @@ mod tests {
             configs: vec![],
             global: GlobalEntry {
                 config: 0,
-                model: FittedModel::Linear(LinearModel { coef: vec![1.0], intercept: 0.0 }),
+                model: FittedModel::Linear(LinearModel {
+                    coef: vec![1.0],
+                    intercept: 0.0,
+                }),
                 valid: Scores::default(),
             },
             groups: vec![],
@@ -363,12 +392,23 @@ mod tests {
         let bytes = b.to_bytes().unwrap();
         let p = Path::new("m.gfm");
         assert_eq!(ModelBundle::from_bytes(&bytes, p).unwrap(), b);
-        let e = ModelBundle::from_bytes(&bytes[..bytes.len() - 3], p).unwrap_err().to_string();
-        assert!(e.starts_with("model file 'm.gfm' is corrupt or truncated: truncated"), "{e}");
+        let e = ModelBundle::from_bytes(&bytes[..bytes.len() - 3], p)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("model file 'm.gfm' is corrupt or truncated: truncated"),
+            "{e}"
+        );
         let mut flipped = bytes.clone();
         *flipped.last_mut().unwrap() ^= 1;
-        assert!(ModelBundle::from_bytes(&flipped, p).unwrap_err().to_string().contains("checksum"));
-        assert!(ModelBundle::from_bytes(b"hello", p).unwrap_err().to_string().contains("shorter"));
+        assert!(ModelBundle::from_bytes(&flipped, p)
+            .unwrap_err()
+            .to_string()
+            .contains("checksum"));
+        assert!(ModelBundle::from_bytes(b"hello", p)
+            .unwrap_err()
+            .to_string()
+            .contains("shorter"));
         let mut newer = bytes;
         newer[8..12].copy_from_slice(&99u32.to_le_bytes());
         assert!(matches!(
@@ -384,7 +424,11 @@ mod tests {
         let r = write_atomic(&target, |_| Err(GroupfitError::arg("boom")));
         assert!(r.is_err());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
-        write_atomic(&target, |f| f.write_all(b"ok").map_err(|e| GroupfitError::io("write", &target, e))).unwrap();
+        write_atomic(&target, |f| {
+            f.write_all(b"ok")
+                .map_err(|e| GroupfitError::io("write", &target, e))
+        })
+        .unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"ok");
     }
 }

@@ -34,22 +34,28 @@ impl Grid {
     pub fn parse(specs: &[String]) -> Result<Grid> {
         let mut params: Vec<(String, Vec<f64>)> = Vec::new();
         for spec in specs {
-            let (name, values) = spec.split_once('=').ok_or_else(|| {
-                GroupfitError::param(spec.clone(), "expected NAME=V1,V2,...")
-            })?;
+            let (name, values) = spec
+                .split_once('=')
+                .ok_or_else(|| GroupfitError::param(spec.clone(), "expected NAME=V1,V2,..."))?;
             let name = name.trim();
             if name.is_empty() {
-                return Err(GroupfitError::param(spec.clone(), "expected NAME=V1,V2,..."));
+                return Err(GroupfitError::param(
+                    spec.clone(),
+                    "expected NAME=V1,V2,...",
+                ));
             }
             if params.iter().any(|(n, _)| n == name) {
-                return Err(GroupfitError::param(name, "given twice; list its values in one --param"));
+                return Err(GroupfitError::param(
+                    name,
+                    "given twice; list its values in one --param",
+                ));
             }
             let mut vals = Vec::new();
             for v in values.split(',') {
                 let v = v.trim();
-                let x: f64 = v.parse().map_err(|_| {
-                    GroupfitError::param(name, format!("'{v}' is not a number"))
-                })?;
+                let x: f64 = v
+                    .parse()
+                    .map_err(|_| GroupfitError::param(name, format!("'{v}' is not a number")))?;
                 vals.push(x);
             }
             params.push((name.to_string(), vals));
