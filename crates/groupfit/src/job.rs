@@ -174,6 +174,8 @@ pub struct Summary {
     pub global_config: String,
     /// Passes over the data.
     pub passes: usize,
+    /// Seconds inside the solver's passes over the data (part of `train_s`).
+    pub passes_s: f64,
     /// Units that stopped at their iteration limit.
     pub not_converged: usize,
     /// Worker threads.
@@ -645,6 +647,7 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
         chosen_configs,
         global_config: points[selection.global_config].name.clone(),
         passes: report.passes,
+        passes_s: report.passes_s,
         not_converged,
         threads,
     };

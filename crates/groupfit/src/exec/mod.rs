@@ -78,6 +78,8 @@ pub struct RunReport {
     pub strategy: Strategy,
     /// Passes over the data.
     pub passes: usize,
+    /// Seconds spent inside the passes (scans, reductions and updates).
+    pub passes_s: f64,
 }
 
 /// Runs passes until every unit is inactive (or `max_passes`).
@@ -100,6 +102,7 @@ pub fn run_passes<F: PassFamily>(
     let mut resolved = None;
     let mut pass = 0;
     let mut plan: Option<(Vec<usize>, Plan)> = None;
+    let mut passes_s = 0.0;
     while pass < max_passes {
         let active: Vec<usize> = groups
             .iter()
@@ -134,6 +137,7 @@ pub fn run_passes<F: PassFamily>(
         let p = &plan.as_ref().unwrap().1;
         let t = std::time::Instant::now();
         run_one_pass(family, &groups, p);
+        passes_s += t.elapsed().as_secs_f64();
         pass += 1;
         if trace() {
             let rows_active: usize = rows
@@ -168,6 +172,7 @@ pub fn run_passes<F: PassFamily>(
             s => s,
         }),
         passes: pass,
+        passes_s,
     };
     (
         groups

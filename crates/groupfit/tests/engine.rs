@@ -1,0 +1,689 @@
+//! The engine's integration tests (one test binary for the crate).
+//!
+//! * grouped == looped: groups trained together give the models each group
+//!   gets when trained alone from its own file;
+//! * every strategy and thread count gives the same models, also under a
+//!   proptest over group-size distributions (one dominant group, thousands of
+//!   3-row groups, ...);
+//! * the model file round-trips bit for bit and damage is reported as
+//!   `GroupfitError::CorruptModel`;
+//! * golden files: a committed model file (format v1) must keep loading and
+//!   predicting the committed rows as recorded.
+//!
+//! Golden files live in `tests/golden/` at the workspace root. To (re)generate
+//! them deliberately, run
+//!
+//! ```text
+//! GROUPFIT_BLESS=1 cargo test --release -p groupfit --test engine golden
+//! ```
+//!
+//! which trains a fresh model and overwrites `linear_v1.gfm`, `rows.parquet`
+//! and `linear_v1.expected.json` instead of comparing. Do that only when a
+//! change of the file format or of the predictions is intended (see
+//! `tests/golden/README.md`): if the golden test fails after a format change,
+//! either keep old files loadable or bump `FORMAT_VERSION` deliberately.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, Float32Array, Float64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use groupfit::data::Task;
+use groupfit::job::{predict_batch, train, write_parquet, Event, TrainOutput, TrainSpec};
+use groupfit::linear::LinearModel;
+use groupfit::plan::Strategy;
+use groupfit::store::{FittedModel, ModelBundle, FORMAT_VERSION};
+use groupfit::GroupfitError;
+use proptest::prelude::*;
+
+// ---------------------------------------------------------------------------
+// Deterministic synthetic data
+// ---------------------------------------------------------------------------
+
+/// SplitMix64: a small deterministic generator (no RNG crate needed).
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Self {
+        Rng(seed ^ 0x5DEE_CE66_D1CE_4E5B)
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform in [lo, hi).
+    fn range(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.unit()
+    }
+
+    /// Standard normal (Box-Muller).
+    fn normal(&mut self) -> f64 {
+        let u = 1.0 - self.unit();
+        let v = self.unit();
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+
+    /// Uniform index in 0..n.
+    fn below(&mut self, n: usize) -> usize {
+        (self.unit() * n as f64) as usize
+    }
+}
+
+/// A table: string key `g`, `Float32` features `f0..`, `Float64` target `y`.
+#[derive(Debug, Clone)]
+struct Table {
+    keys: Vec<String>,
+    x: Vec<Vec<f32>>,
+    y: Vec<f64>,
+}
+
+impl Table {
+    /// Rows of groups with the given sizes (keys `g00000`, `g00001`, ...), each
+    /// group with its own coefficients and its own feature location and
+    /// scale; rows of different groups are interleaved.
+    fn synth(sizes: &[usize], d: usize, task: Task, seed: u64) -> Table {
+        let mut rng = Rng::new(seed);
+        let mut rows: Vec<(usize, Vec<f32>, f64)> = Vec::new();
+        for (g, &n) in sizes.iter().enumerate() {
+            let w: Vec<f64> = (0..d).map(|_| rng.normal()).collect();
+            let b = 0.5 * rng.normal();
+            let mu: Vec<f64> = (0..d).map(|_| rng.range(-2.0, 2.0)).collect();
+            let s: Vec<f64> = (0..d).map(|_| rng.range(0.5, 3.0)).collect();
+            let first = rows.len();
+            for _ in 0..n {
+                let z: Vec<f64> = (0..d).map(|_| rng.normal()).collect();
+                let x: Vec<f32> = (0..d).map(|j| (mu[j] + s[j] * z[j]) as f32).collect();
+                let margin = b + w.iter().zip(&z).map(|(a, b)| a * b).sum::<f64>();
+                let y = match task {
+                    Task::Regression => margin + 0.5 * rng.normal(),
+                    Task::Binary => f64::from(u8::from(rng.unit() < 1.0 / (1.0 + (-margin).exp()))),
+                };
+                rows.push((g, x, y));
+            }
+            if task == Task::Binary && n >= 2 {
+                // Every binary group gets both classes.
+                rows[first].2 = 0.0;
+                rows[first + 1].2 = 1.0;
+            }
+        }
+        // Interleave the groups (Fisher-Yates).
+        for i in (1..rows.len()).rev() {
+            let j = rng.below(i + 1);
+            rows.swap(i, j);
+        }
+        let mut t = Table {
+            keys: Vec::with_capacity(rows.len()),
+            x: vec![Vec::with_capacity(rows.len()); d],
+            y: Vec::with_capacity(rows.len()),
+        };
+        for (g, x, y) in rows {
+            t.keys.push(format!("g{g:05}"));
+            for (col, v) in t.x.iter_mut().zip(x) {
+                col.push(v);
+            }
+            t.y.push(y);
+        }
+        t
+    }
+
+    /// The rows of one group, in their original order.
+    fn only(&self, key: &str) -> Table {
+        let idx: Vec<usize> = (0..self.y.len()).filter(|&i| self.keys[i] == key).collect();
+        Table {
+            keys: idx.iter().map(|&i| self.keys[i].clone()).collect(),
+            x: self
+                .x
+                .iter()
+                .map(|c| idx.iter().map(|&i| c[i]).collect())
+                .collect(),
+            y: idx.iter().map(|&i| self.y[i]).collect(),
+        }
+    }
+
+    fn batch(&self) -> RecordBatch {
+        let mut fields = vec![Field::new("g", DataType::Utf8, false)];
+        let mut cols: Vec<ArrayRef> = vec![Arc::new(StringArray::from(self.keys.clone()))];
+        for (j, c) in self.x.iter().enumerate() {
+            fields.push(Field::new(format!("f{j}"), DataType::Float32, false));
+            cols.push(Arc::new(Float32Array::from(c.clone())));
+        }
+        fields.push(Field::new("y", DataType::Float64, false));
+        cols.push(Arc::new(Float64Array::from(self.y.clone())));
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap()
+    }
+
+    fn write(&self, path: &Path) -> PathBuf {
+        write_parquet(path, &self.batch()).unwrap();
+        path.to_path_buf()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Training and comparing
+// ---------------------------------------------------------------------------
+
+/// Solver settings far below the comparison tolerance.
+const TIGHT: &[&str] = &["tol=1e-10", "max_iter=200"];
+
+struct Run<'a> {
+    task: Task,
+    strategy: Strategy,
+    threads: usize,
+    min_rows: usize,
+    params: &'a [&'a str],
+    valid_fraction: f64,
+}
+
+impl Default for Run<'_> {
+    fn default() -> Self {
+        Run {
+            task: Task::Regression,
+            strategy: Strategy::Auto,
+            threads: 2,
+            min_rows: 1,
+            params: TIGHT,
+            valid_fraction: 0.0,
+        }
+    }
+}
+
+fn fit(path: &Path, r: &Run) -> TrainOutput {
+    let spec = TrainSpec {
+        params: r.params.iter().map(|s| s.to_string()).collect(),
+        strategy: r.strategy,
+        threads: r.threads,
+        valid_fraction: r.valid_fraction,
+        min_rows: r.min_rows,
+        task: Some(r.task),
+        ..TrainSpec::new(path, vec!["g".into()], "y")
+    };
+    let out = train(&spec, &mut |_e: Event| {}).unwrap();
+    assert_eq!(out.summary.not_converged, 0, "every unit converges");
+    if r.strategy != Strategy::Auto {
+        assert_eq!(out.summary.strategy, r.strategy.name());
+    }
+    assert_eq!(out.summary.threads, r.threads);
+    out
+}
+
+fn linear(m: &FittedModel) -> &LinearModel {
+    match m {
+        FittedModel::Linear(l) => l,
+    }
+}
+
+/// Every own model by displayed key, plus the global model as `<global>`.
+fn models(b: &ModelBundle) -> BTreeMap<String, LinearModel> {
+    let mut out: BTreeMap<String, LinearModel> = b
+        .groups
+        .iter()
+        .filter_map(|g| {
+            g.model
+                .as_ref()
+                .map(|m| (g.key[0].clone().unwrap(), linear(m).clone()))
+        })
+        .collect();
+    out.insert("<global>".into(), linear(&b.global.model).clone());
+    out
+}
+
+/// `|a - b| <= rel * max(|a|, |b|)`, with a tiny absolute floor for entries
+/// that are zero up to rounding.
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * a.abs().max(b.abs()) + 1e-9
+}
+
+fn assert_models_close(a: &LinearModel, b: &LinearModel, rel: f64, what: &str) {
+    assert_eq!(a.coef.len(), b.coef.len(), "{what}: feature count");
+    for (j, (x, y)) in a.coef.iter().zip(&b.coef).enumerate() {
+        assert!(close(*x, *y, rel), "{what}: coef[{j}] {x} vs {y}");
+    }
+    assert!(
+        close(a.intercept, b.intercept, rel),
+        "{what}: intercept {} vs {}",
+        a.intercept,
+        b.intercept
+    );
+}
+
+fn assert_bundles_close(a: &ModelBundle, b: &ModelBundle, rel: f64, what: &str) {
+    let (ma, mb) = (models(a), models(b));
+    assert_eq!(
+        ma.keys().collect::<Vec<_>>(),
+        mb.keys().collect::<Vec<_>>(),
+        "{what}: same groups with own models"
+    );
+    for (k, m) in &ma {
+        assert_models_close(m, &mb[k], rel, &format!("{what}, group {k}"));
+    }
+    let chosen = |b: &ModelBundle| -> Vec<(String, Option<usize>)> {
+        b.groups
+            .iter()
+            .map(|g| (g.key[0].clone().unwrap(), g.config))
+            .collect()
+    };
+    assert_eq!(chosen(a), chosen(b), "{what}: chosen configs");
+    assert_eq!(a.global.config, b.global.config, "{what}: global config");
+}
+
+// ---------------------------------------------------------------------------
+// grouped == looped
+// ---------------------------------------------------------------------------
+
+fn grouped_equals_looped(task: Task) {
+    let dir = tempfile::tempdir().unwrap();
+    // Sizes around the 256-row block and up to several blocks.
+    let sizes = [40, 97, 255, 257, 1100, 3000];
+    let table = Table::synth(&sizes, 4, task, 11);
+    let all = table.write(&dir.path().join("all.parquet"));
+    let run = Run {
+        task,
+        ..Run::default()
+    };
+    let together = models(&fit(&all, &run).bundle);
+    assert_eq!(together.len(), sizes.len() + 1);
+    for g in 0..sizes.len() {
+        let key = format!("g{g:05}");
+        let part = table.only(&key);
+        assert_eq!(part.y.len(), sizes[g]);
+        let alone_path = part.write(&dir.path().join(format!("{key}.parquet")));
+        let alone = fit(&alone_path, &run).bundle;
+        assert_eq!(alone.groups.len(), 1);
+        let m = linear(alone.groups[0].model.as_ref().unwrap());
+        assert_models_close(&together[&key], m, 1e-5, &format!("{task:?} group {key}"));
+        // Alone, the global model is the group's model again.
+        assert_models_close(
+            m,
+            linear(&alone.global.model),
+            1e-5,
+            &format!("{task:?} group {key} vs its global model"),
+        );
+    }
+}
+
+#[test]
+fn grouped_equals_looped_binary() {
+    grouped_equals_looped(Task::Binary);
+}
+
+#[test]
+fn grouped_equals_looped_regression() {
+    grouped_equals_looped(Task::Regression);
+}
+
+// ---------------------------------------------------------------------------
+// strategies x threads
+// ---------------------------------------------------------------------------
+
+fn strategies_and_threads_agree(task: Task) {
+    let dir = tempfile::tempdir().unwrap();
+    // One group large enough to be cut by fused plans, a few mid-sized and
+    // small ones; a 4-row group that falls back (min_rows 10).
+    let sizes = [6000, 700, 300, 120, 40, 40, 25, 4];
+    let table = Table::synth(&sizes, 4, task, 23);
+    let path = table.write(&dir.path().join("t.parquet"));
+    let params = ["C=0.1,1", "tol=1e-10", "max_iter=200"];
+    let mut reference: Option<ModelBundle> = None;
+    for strategy in [Strategy::Tp, Strategy::Fused, Strategy::Auto] {
+        for threads in [1, 2, 3] {
+            let out = fit(
+                &path,
+                &Run {
+                    task,
+                    strategy,
+                    threads,
+                    min_rows: 10,
+                    params: &params,
+                    valid_fraction: 0.2,
+                },
+            );
+            assert_eq!(out.summary.fallback.few_rows, 1);
+            let what = format!("{task:?} {} x {threads} threads", strategy.name());
+            match &reference {
+                None => reference = Some(out.bundle),
+                Some(r) => assert_bundles_close(r, &out.bundle, 1e-5, &what),
+            }
+        }
+    }
+}
+
+#[test]
+fn strategies_and_threads_agree_binary() {
+    strategies_and_threads_agree(Task::Binary);
+}
+
+#[test]
+fn strategies_and_threads_agree_regression() {
+    strategies_and_threads_agree(Task::Regression);
+}
+
+// ---------------------------------------------------------------------------
+// proptest over group-size distributions
+// ---------------------------------------------------------------------------
+
+/// Group sizes from several regimes.
+fn sizes_strategy() -> impl proptest::strategy::Strategy<Value = Vec<usize>> {
+    prop_oneof![
+        // A handful to a few dozen groups of mixed sizes.
+        prop::collection::vec(3usize..600, 1..40),
+        // One group holds 90 % of the rows, at any position.
+        (2_000usize..20_000, 1usize..30, any::<prop::sample::Index>()).prop_map(
+            |(total, others, at)| {
+                let big = total * 9 / 10;
+                let small = ((total - big) / others).max(3);
+                let mut v = vec![small; others];
+                v.insert(at.index(others + 1), big);
+                v
+            }
+        ),
+        // Thousands of 3-row groups.
+        (2_000usize..5_000).prop_map(|n| vec![3; n]),
+        // Zipf-like: sizes A / rank.
+        (1_000usize..8_000, 2usize..200)
+            .prop_map(|(a, n)| (1..=n).map(|r| (a / r).max(3)).collect()),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    #[test]
+    fn plans_agree_on_any_size_distribution(sizes in sizes_strategy(), seed in any::<u64>()) {
+        let dir = tempfile::tempdir().unwrap();
+        let table = Table::synth(&sizes, 3, Task::Regression, seed);
+        let path = table.write(&dir.path().join("t.parquet"));
+        let base = Run { min_rows: 3, ..Run::default() };
+        let reference = fit(&path, &Run { strategy: Strategy::Tp, threads: 1, ..base });
+        prop_assert_eq!(reference.summary.groups, sizes.len());
+        prop_assert_eq!(reference.summary.routes.groups_own, sizes.len());
+        for (strategy, threads) in [(Strategy::Tp, 3), (Strategy::Fused, 2), (Strategy::Fused, 3), (Strategy::Auto, 2)] {
+            let out = fit(&path, &Run { strategy, threads, ..base });
+            assert_bundles_close(
+                &reference.bundle,
+                &out.bundle,
+                1e-5,
+                &format!("{} groups, {} x {threads} threads", sizes.len(), strategy.name()),
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// model file round trip and damage
+// ---------------------------------------------------------------------------
+
+fn predictions(bundle: &ModelBundle, data: &Path) -> (Vec<f64>, Vec<String>) {
+    let (batch, _) = predict_batch(bundle, data, true).unwrap();
+    let p = batch
+        .column_by_name("prediction")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<Float64Array>()
+        .unwrap()
+        .values()
+        .to_vec();
+    let r = batch
+        .column_by_name("route")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .unwrap()
+        .iter()
+        .map(|s| s.unwrap().to_string())
+        .collect();
+    (p, r)
+}
+
+#[test]
+fn model_file_round_trip_is_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = Table::synth(&[400, 150, 60, 5], 4, Task::Binary, 5);
+    let path = table.write(&dir.path().join("t.parquet"));
+    let out = fit(
+        &path,
+        &Run {
+            task: Task::Binary,
+            min_rows: 10,
+            params: &["C=0.1,1,10"],
+            valid_fraction: 0.25,
+            ..Run::default()
+        },
+    );
+    let model = dir.path().join("m.gfm");
+    out.bundle.save(&model).unwrap();
+    let loaded = ModelBundle::load(&model).unwrap();
+    assert_eq!(loaded.format_version, FORMAT_VERSION);
+
+    // Rows of every group plus an unseen one.
+    let mut rows = Table::synth(&[30, 30, 30, 30, 30], 4, Task::Binary, 99);
+    rows.keys.iter_mut().for_each(|k| {
+        if k == "g00004" {
+            *k = "never-seen".into();
+        }
+    });
+    let rows_path = rows.write(&dir.path().join("rows.parquet"));
+    let (before, routes) = predictions(&out.bundle, &rows_path);
+    let (after, routes_after) = predictions(&loaded, &rows_path);
+    assert_eq!(routes, routes_after);
+    for r in ["own", "fallback", "unseen"] {
+        assert!(routes.iter().any(|x| x == r), "no {r} row");
+    }
+    for (i, (a, b)) in before.iter().zip(&after).enumerate() {
+        assert_eq!(a.to_bits(), b.to_bits(), "row {i}: {a} vs {b}");
+    }
+    // The stored models themselves survive bit for bit.
+    for (a, b) in out.bundle.groups.iter().zip(&loaded.groups) {
+        if let (Some(ma), Some(mb)) = (&a.model, &b.model) {
+            let (ma, mb) = (linear(ma), linear(mb));
+            let bits = |m: &LinearModel| -> Vec<u64> {
+                m.coef
+                    .iter()
+                    .chain([&m.intercept])
+                    .map(|v| v.to_bits())
+                    .collect()
+            };
+            assert_eq!(bits(ma), bits(mb), "group {:?}", a.key);
+        }
+    }
+    // Saving the loaded bundle again gives the same bytes.
+    assert_eq!(loaded.to_bytes().unwrap(), std::fs::read(&model).unwrap());
+}
+
+#[test]
+fn damaged_model_files_are_corrupt_model_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = Table::synth(&[80, 60], 2, Task::Regression, 3);
+    let path = table.write(&dir.path().join("t.parquet"));
+    let bytes = fit(&path, &Run::default()).bundle.to_bytes().unwrap();
+    let p = dir.path().join("bad.gfm");
+    let n = bytes.len();
+    for cut in [0, 7, 8, 12, 23, 24, 25, n / 2, n - 1] {
+        std::fs::write(&p, &bytes[..cut]).unwrap();
+        match ModelBundle::load(&p) {
+            Err(GroupfitError::CorruptModel { path, .. }) => {
+                assert_eq!(path, p.display().to_string(), "cut at {cut}")
+            }
+            other => panic!("cut at {cut}: expected CorruptModel, got {other:?}"),
+        }
+        assert!(matches!(
+            ModelBundle::from_bytes(&bytes[..cut], &p),
+            Err(GroupfitError::CorruptModel { .. })
+        ));
+    }
+    // A flipped payload byte fails the checksum, bad magic is named as such.
+    let mut flipped = bytes.clone();
+    flipped[n - 10] ^= 0x20;
+    let e = ModelBundle::from_bytes(&flipped, &p).unwrap_err();
+    assert!(
+        matches!(&e, GroupfitError::CorruptModel { reason, .. } if reason.contains("checksum")),
+        "{e}"
+    );
+    let mut magic = bytes.clone();
+    magic[0] = b'X';
+    assert!(matches!(
+        ModelBundle::from_bytes(&magic, &p),
+        Err(GroupfitError::CorruptModel { .. })
+    ));
+    // Bytes appended after the payload are damage too.
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert!(matches!(
+        ModelBundle::from_bytes(&longer, &p),
+        Err(GroupfitError::CorruptModel { .. })
+    ));
+}
+
+// ---------------------------------------------------------------------------
+// golden files
+// ---------------------------------------------------------------------------
+
+fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden")
+}
+
+/// The rows the golden model predicts: two rows each of the own-model groups,
+/// one of a fallback group per reason, one unseen group, and one row with a
+/// missing feature (imputed).
+fn golden_rows() -> RecordBatch {
+    let keys = [
+        "alpha", "alpha", "beta", "beta", "gamma", "gamma", "tiny", "solo", "unseen", "alpha",
+    ];
+    let f0 = [0.5f32, -1.25, 2.0, 0.0, -0.75, 1.5, 0.25, 1.0, -2.0, 0.1];
+    let f1 = [
+        Some(1.0f32),
+        Some(-0.5),
+        Some(0.25),
+        Some(3.0),
+        Some(-1.0),
+        Some(0.0),
+        Some(2.5),
+        Some(-0.25),
+        Some(0.75),
+        None,
+    ];
+    let f2 = [-0.3f32, 0.8, 1.1, -2.2, 0.0, 0.6, -1.4, 0.9, 1.3, -0.2];
+    let schema = Schema::new(vec![
+        Field::new("g", DataType::Utf8, false),
+        Field::new("f0", DataType::Float32, false),
+        Field::new("f1", DataType::Float32, true),
+        Field::new("f2", DataType::Float32, false),
+    ]);
+    RecordBatch::try_new(
+        Arc::new(schema),
+        vec![
+            Arc::new(StringArray::from(keys.to_vec())),
+            Arc::new(Float32Array::from(f0.to_vec())),
+            Arc::new(Float32Array::from(f1.to_vec())),
+            Arc::new(Float32Array::from(f2.to_vec())),
+        ],
+    )
+    .unwrap()
+}
+
+/// Trains the golden model: binary, three features, a two-point grid, three
+/// own-model groups, `tiny` (4 rows < min_rows 10) and `solo` (one class)
+/// falling back to the global model.
+fn golden_train(dir: &Path) -> ModelBundle {
+    let mut t = Table::synth(&[80, 60, 50, 4, 12], 3, Task::Binary, 2024);
+    for (k, y) in t.keys.iter_mut().zip(t.y.iter_mut()) {
+        *k = match k.as_str() {
+            "g00000" => "alpha",
+            "g00001" => "beta",
+            "g00002" => "gamma",
+            "g00003" => "tiny",
+            _ => {
+                *y = 1.0;
+                "solo"
+            }
+        }
+        .to_string();
+    }
+    let path = t.write(&dir.join("golden-train.parquet"));
+    let out = fit(
+        &path,
+        &Run {
+            task: Task::Binary,
+            threads: 1,
+            min_rows: 10,
+            params: &["C=0.1,1"],
+            valid_fraction: 0.25,
+            ..Run::default()
+        },
+    );
+    assert_eq!(out.summary.fallback.few_rows, 1);
+    assert_eq!(out.summary.fallback.one_class, 1);
+    out.bundle
+}
+
+#[test]
+fn golden_model_file_still_loads_and_predicts() {
+    let dir = golden_dir();
+    let model = dir.join("linear_v1.gfm");
+    let rows = dir.join("rows.parquet");
+    let expected_path = dir.join("linear_v1.expected.json");
+    if std::env::var_os("GROUPFIT_BLESS").is_some_and(|v| v == "1") {
+        let tmp = tempfile::tempdir().unwrap();
+        let bundle = golden_train(tmp.path());
+        std::fs::create_dir_all(&dir).unwrap();
+        bundle.save(&model).unwrap();
+        write_parquet(&rows, &golden_rows()).unwrap();
+        let (p, r) = predictions(&ModelBundle::load(&model).unwrap(), &rows);
+        let json = serde_json::json!({
+            "comment": "predictions of linear_v1.gfm on rows.parquet; regenerate with GROUPFIT_BLESS=1 (see README.md)",
+            "format_version": FORMAT_VERSION,
+            "predictions": p,
+            "routes": r,
+        });
+        std::fs::write(
+            &expected_path,
+            serde_json::to_string_pretty(&json).unwrap() + "\n",
+        )
+        .unwrap();
+        eprintln!("blessed golden files in {}", dir.display());
+    }
+
+    let bundle = ModelBundle::load(&model).unwrap_or_else(|e| {
+        panic!("the committed golden model no longer loads: {e}\n(see tests/golden/README.md)")
+    });
+    assert_eq!(bundle.format_version, 1);
+    assert_eq!(bundle.key_columns, vec!["g".to_string()]);
+    assert_eq!(bundle.features, vec!["f0", "f1", "f2"]);
+    assert_eq!(bundle.task, Task::Binary);
+    let expected: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&expected_path).unwrap()).unwrap();
+    let want: Vec<f64> = expected["predictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    let want_routes: Vec<String> = expected["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    let (got, routes) = predictions(&bundle, &rows);
+    assert_eq!(routes, want_routes, "routes");
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-12,
+            "row {i}: predicted {g}, golden {w} (see tests/golden/README.md)"
+        );
+    }
+    for r in ["own", "fallback", "unseen"] {
+        assert!(routes.iter().any(|x| x == r), "golden rows lack a {r} row");
+    }
+}

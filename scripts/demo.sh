@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The main job on the shipped real data: one model per NYC route (origin, dest)
+# predicting arrival delay, tuned over a C grid, then predictions routed to
+# each flight's route. Run through `make demo`, which builds first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${GROUPFIT_BIN:-target/release/groupfit}
+OUT=${DEMO_OUT:-demo-out}
+PY=${PYTHON:-.venv/bin/python}
+mkdir -p "$OUT"
+
+echo "== groupfit train: ridge regression of arr_delay per route, C in {0.01, 0.1, 1, 10}, 20% of rows held out"
+"$BIN" train --data data/flights.parquet --by origin,dest --target arr_delay \
+    --param C=0.01,0.1,1,10 --out "$OUT/flights.gfm"
+echo
+echo "== groupfit inspect (10 largest routes)"
+"$BIN" inspect "$OUT/flights.gfm" --top 10
+echo
+echo "== groupfit predict: every flight, routed to its route's model"
+"$BIN" predict --model "$OUT/flights.gfm" --data data/flights.parquet \
+    --out "$OUT/predictions.parquet" --with-route
+echo
+"$PY" scripts/show_routed.py data/flights.parquet "$OUT/predictions.parquet"
