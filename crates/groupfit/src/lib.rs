@@ -30,6 +30,8 @@
 //! * [`job`] — `train` and `predict` end to end.
 //! * [`error`] — the one error type.
 
+#![warn(missing_docs)]
+
 pub mod data;
 pub mod error;
 pub mod exec;
