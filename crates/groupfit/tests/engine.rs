@@ -5,8 +5,7 @@
 //! * every strategy and thread count gives the same models, also under a
 //!   proptest over group-size distributions (one dominant group, thousands of
 //!   3-row groups, ...);
-//! * the model file round-trips (to within one unit in the last place today;
-//!   the bit-for-bit test is `#[ignore]`d, see `model_file_round_trip_is_bitwise`)
+//! * the model file round-trips bit for bit (serde_json with `float_roundtrip`)
 //!   and damage is reported as `GroupfitError::CorruptModel`;
 //! * golden files: a committed model file (format v1) must keep loading and
 //!   predicting the committed rows as recorded.
@@ -632,15 +631,10 @@ fn model_file_round_trip() {
     }
 }
 
-/// Save, load: identical predictions, bit for bit.
-///
-/// Ignored because it fails today: the bundle's payload is JSON, and
-/// serde_json is built without its `float_roundtrip` feature, so parsing a
-/// float printed in shortest round-trip form can come back one unit in the
-/// last place off (about one double in eight), e.g. `-0.00024284368427968762`
-/// parses as `-0.0002428436842796876`. Run it with `--ignored`.
+/// Save, load: identical model numbers and predictions, bit for bit. (Without
+/// serde_json's `float_roundtrip` feature about one double in eight came back
+/// one unit in the last place off, e.g. `-0.00024284368427968762`.)
 #[test]
-#[ignore = "engine: serde_json without float_roundtrip, model numbers come back 1 ulp off"]
 fn model_file_round_trip_is_bitwise() {
     let rt = round_trip();
     let (na, nb) = (model_numbers(&rt.original), model_numbers(&rt.loaded));
