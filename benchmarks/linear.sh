@@ -16,15 +16,15 @@ PY=${PYTHON:-$ROOT/.venv/bin/python}
 BIN=${GROUPFIT_BIN:-$ROOT/target/release/groupfit}
 OUT=${BENCH_OUT:-$ROOT/bench-out}
 ROWS=${ROWS:-1000000}
-GROUPS=${GROUPS:-1000}
+N_GROUPS=${N_GROUPS:-1000}
 REPEATS=${REPEATS:-3}
 SYSTEMS=${SYSTEMS:-"sklearn-loop sklearn-joblib ray-tasks"}
-DATA=$OUT/zipf-${ROWS}-${GROUPS}
+DATA=$OUT/zipf-${ROWS}-${N_GROUPS}
 RESULTS=$OUT/linear-$(date +%Y%m%d-%H%M%S).jsonl
 mkdir -p "$OUT"
 
 if [ ! -f "$DATA/train.parquet" ]; then
-    "$PY" "$SHARED/bench/datagen.py" --rows "$ROWS" --features 32 --groups "$GROUPS" --zipf 1.1 --out "$DATA"
+    "$PY" "$SHARED/bench/datagen.py" --rows "$ROWS" --features 32 --groups "$N_GROUPS" --zipf 1.1 --out "$DATA"
 fi
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)" >&2
 
