@@ -104,16 +104,7 @@ pub fn run_passes<F: PassFamily>(
     let mut plan: Option<(Vec<usize>, Plan)> = None;
     let mut passes_s = 0.0;
     while pass < max_passes {
-        let active: Vec<usize> = groups
-            .iter()
-            .map(|g| {
-                g.read()
-                    .unwrap()
-                    .iter()
-                    .filter(|u| family.is_active(u))
-                    .count()
-            })
-            .collect();
+        let active = active_counts(family, &groups);
         let n_active: usize = active.iter().sum();
         if n_active == 0 {
             break;
@@ -150,16 +141,7 @@ pub fn run_passes<F: PassFamily>(
                 t.elapsed().as_secs_f64() * 1e3
             );
         }
-        let still: usize = groups
-            .iter()
-            .map(|g| {
-                g.read()
-                    .unwrap()
-                    .iter()
-                    .filter(|u| family.is_active(u))
-                    .count()
-            })
-            .sum();
+        let still: usize = active_counts(family, &groups).iter().sum();
         progress(PassProgress {
             pass,
             active: still,
@@ -181,6 +163,14 @@ pub fn run_passes<F: PassFamily>(
             .collect(),
         report,
     )
+}
+
+/// Active units per group.
+fn active_counts<F: PassFamily>(family: &F, groups: &[RwLock<Vec<F::Unit>>]) -> Vec<usize> {
+    groups
+        .iter()
+        .map(|g| g.read().unwrap().iter().filter(|u| family.is_active(u)).count())
+        .collect()
 }
 
 /// Whether `GROUPFIT_TRACE` is set: per-pass and per-stage timings on stderr.
