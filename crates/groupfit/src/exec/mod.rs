@@ -169,7 +169,22 @@ pub fn run_passes<F: PassFamily>(
 fn active_counts<F: PassFamily>(family: &F, groups: &[RwLock<Vec<F::Unit>>]) -> Vec<usize> {
     groups
         .iter()
-        .map(|g| g.read().unwrap().iter().filter(|u| family.is_active(u)).count())
+        .map(|g| {
+            g.read()
+                .unwrap()
+                .iter()
+                .filter(|u| family.is_active(u))
+                .count()
+        })
+        .collect()
+}
+
+/// The active units of one group, with their config indices.
+fn active_units<'u, F: PassFamily>(family: &F, units: &'u [F::Unit]) -> Vec<(usize, &'u F::Unit)> {
+    units
+        .iter()
+        .enumerate()
+        .filter(|(_, u)| family.is_active(u))
         .collect()
 }
 
@@ -198,11 +213,7 @@ fn run_one_pass<F: PassFamily>(family: &F, groups: &[RwLock<Vec<F::Unit>>], plan
         for s in shards {
             if s.whole {
                 let mut units = groups[s.group].write().unwrap();
-                let active: Vec<(usize, &F::Unit)> = units
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, u)| family.is_active(u))
-                    .collect();
+                let active = active_units(family, &units);
                 if active.is_empty() {
                     continue;
                 }
@@ -222,11 +233,7 @@ fn run_one_pass<F: PassFamily>(family: &F, groups: &[RwLock<Vec<F::Unit>>], plan
                 }
             } else {
                 let units = groups[s.group].read().unwrap();
-                let active: Vec<(usize, &F::Unit)> = units
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, u)| family.is_active(u))
-                    .collect();
+                let active = active_units(family, &units);
                 if active.is_empty() {
                     continue;
                 }
