@@ -277,23 +277,48 @@ fn newton_direction(h: &[f64], g: &[f64], x: &mut [f64], l: &mut [f64]) {
 
 /// Lower Cholesky factor of `h + ridge * I` into `l`; false if not positive definite.
 fn cholesky(h: &[f64], ridge: f64, p: usize, l: &mut [f64]) -> bool {
+    // Reciprocals of the diagonal: one division per row instead of per entry.
+    let mut stack = [0.0f64; 64];
+    let mut heap = Vec::new();
+    let inv: &mut [f64] = if p <= 64 {
+        &mut stack[..p]
+    } else {
+        heap.resize(p, 0.0);
+        &mut heap
+    };
     for i in 0..p {
-        for j in 0..=i {
-            let mut s = h[i * p + j] + if i == j { ridge } else { 0.0 };
-            for k in 0..j {
-                s -= l[i * p + k] * l[j * p + k];
-            }
-            if i == j {
-                if !(s > 0.0) || !s.is_finite() {
-                    return false;
-                }
-                l[i * p + i] = s.sqrt();
-            } else {
-                l[i * p + j] = s / l[j * p + j];
-            }
+        let (done, rest) = l.split_at_mut(i * p);
+        let li = &mut rest[..p];
+        for j in 0..i {
+            let lj = &done[j * p..j * p + j];
+            li[j] = (h[i * p + j] - dot4(&li[..j], lj)) * inv[j];
         }
+        let s = h[i * p + i] + ridge - dot4(&li[..i], &li[..i]);
+        if !(s > 0.0) || !s.is_finite() {
+            return false;
+        }
+        li[i] = s.sqrt();
+        inv[i] = 1.0 / li[i];
     }
     true
+}
+
+/// Dot product with four independent accumulators.
+fn dot4(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
+    let tail: f64 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for q in 0..4 {
+            acc[q] += x[q] * y[q];
+        }
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
 }
 
 #[cfg(test)]
