@@ -91,31 +91,26 @@ pub fn accumulate_blocks<'a>(
     accumulate_impl(task, hessian_stride, blocks, units, out, s, false)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
-unsafe fn accumulate_avx512<'a>(
-    task: Task,
-    hessian_stride: usize,
-    blocks: &mut dyn Iterator<Item = Block<'a>>,
-    units: &[UnitRef<'_>],
-    out: &mut [f64],
-    s: &mut BlockScratch,
-) {
-    accumulate_impl(task, hessian_stride, blocks, units, out, s, true)
+/// A copy of [`accumulate_impl`] compiled for a set of CPU features.
+macro_rules! feature_copy {
+    ($name:ident, $features:literal, $avx512:expr) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        unsafe fn $name<'a>(
+            task: Task,
+            hessian_stride: usize,
+            blocks: &mut dyn Iterator<Item = Block<'a>>,
+            units: &[UnitRef<'_>],
+            out: &mut [f64],
+            s: &mut BlockScratch,
+        ) {
+            accumulate_impl(task, hessian_stride, blocks, units, out, s, $avx512)
+        }
+    };
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn accumulate_avx2<'a>(
-    task: Task,
-    hessian_stride: usize,
-    blocks: &mut dyn Iterator<Item = Block<'a>>,
-    units: &[UnitRef<'_>],
-    out: &mut [f64],
-    s: &mut BlockScratch,
-) {
-    accumulate_impl(task, hessian_stride, blocks, units, out, s, false)
-}
+feature_copy!(accumulate_avx512, "avx512f,avx512vl,avx512dq,avx2,fma", true);
+feature_copy!(accumulate_avx2, "avx2,fma", false);
 
 /// Sum of a slice whose length is a multiple of 8, in 8 lanes (vectorisable).
 #[inline(always)]
