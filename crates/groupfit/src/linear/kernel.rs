@@ -109,7 +109,11 @@ macro_rules! feature_copy {
     };
 }
 
-feature_copy!(accumulate_avx512, "avx512f,avx512vl,avx512dq,avx2,fma", true);
+feature_copy!(
+    accumulate_avx512,
+    "avx512f,avx512vl,avx512dq,avx2,fma",
+    true
+);
 feature_copy!(accumulate_avx2, "avx2,fma", false);
 
 /// Sum of a slice whose length is a multiple of 8, in 8 lanes (vectorisable).
