@@ -35,6 +35,7 @@
 pub mod data;
 pub mod error;
 pub mod exec;
+pub mod gbdt;
 pub mod job;
 pub mod linear;
 pub mod metrics;
