@@ -33,43 +33,9 @@ use super::binning::BinMapper;
 use super::booster::{Booster, GroupView, HistPool};
 use super::histogram::{BinnedGroup, STRIDE};
 use super::{GbdtConfig, GbdtModel};
-use crate::data::{Column, Task};
+use crate::data::Column;
 use crate::exec::{run_passes, trace, PassFamily, PassProgress, RunReport};
-use crate::plan::Strategy;
-
-/// What the gbdt family reads: raw columns (NaN = missing), the training rows
-/// and their groups, the validation rows and their groups.
-#[derive(Debug, Clone, Copy)]
-pub struct GbdtInput<'a> {
-    /// Binary or regression.
-    pub task: Task,
-    /// Raw feature columns over all rows of the training table.
-    pub columns: &'a [Column],
-    /// Target over all rows of the training table.
-    pub target: &'a [f64],
-    /// Training rows (indices into `columns`).
-    pub rows: &'a [u32],
-    /// Dense group id of each training row.
-    pub group_of: &'a [u32],
-    /// Groups.
-    pub n_groups: usize,
-    /// `n_groups + 1` flags: which groups to fit; the last is the global model.
-    pub fit: &'a [bool],
-    /// Raw feature columns of the validation table.
-    pub valid_columns: &'a [Column],
-    /// Target of the validation table.
-    pub valid_target: &'a [f64],
-    /// Validation rows (indices into `valid_columns`).
-    pub valid_idx: &'a [u32],
-    /// Group of each validation row (`None`: unseen in training).
-    pub valid_gid: &'a [Option<u32>],
-    /// Execution strategy.
-    pub strategy: Strategy,
-    /// Worker threads.
-    pub threads: usize,
-    /// Seed (feature sampling).
-    pub seed: u64,
-}
+use crate::family::TrainData;
 
 /// The binned rows of every group for one `max_bin`.
 #[derive(Debug, Clone)]
@@ -167,7 +133,7 @@ fn bin_group(
 impl GbdtLayout {
     /// Bins the training and validation rows of every group with `fit` set
     /// (groups not fitted get no rows), `max_bin` value bins at most.
-    pub fn build(input: &GbdtInput<'_>, max_bin: usize) -> GbdtLayout {
+    pub fn build(input: &TrainData<'_>, max_bin: usize) -> GbdtLayout {
         let d = input.columns.len();
         let ng = input.n_groups;
         let n_all = ng + 1;
@@ -187,7 +153,7 @@ impl GbdtLayout {
             }
         };
         let (vpos, vstarts) = bucket(
-            input.valid_gid.iter().map(|g| g.map_or(ng, |g| g as usize)),
+            input.valid.gid.iter().map(|g| g.map_or(ng, |g| g as usize)),
             ng + 1,
         );
         let valid_rows = |g: usize| -> Vec<u32> {
@@ -195,11 +161,11 @@ impl GbdtLayout {
                 return Vec::new();
             }
             if g == ng {
-                input.valid_idx.to_vec()
+                input.valid.idx.to_vec()
             } else {
                 vpos[vstarts[g]..vstarts[g + 1]]
                     .iter()
-                    .map(|&p| input.valid_idx[p as usize])
+                    .map(|&p| input.valid.idx[p as usize])
                     .collect()
             }
         };
@@ -221,13 +187,13 @@ impl GbdtLayout {
                 let gb = bin_group(
                     input.columns,
                     &tr,
-                    input.valid_columns,
+                    input.valid.columns,
                     &va,
                     max_bin,
                     &mut keys,
                 );
                 let y = tr.iter().map(|&i| input.target[i as usize]).collect();
-                let vy = va.iter().map(|&i| input.valid_target[i as usize]).collect();
+                let vy = va.iter().map(|&i| input.valid.target[i as usize]).collect();
                 (y, vy, gb)
             })
             .collect()
@@ -437,7 +403,7 @@ pub struct FittedBooster {
 /// `fit[n_groups]`); returns, per group, one [`FittedBooster`] per config
 /// (empty for groups not fitted).
 pub fn fit_grouped(
-    input: &GbdtInput<'_>,
+    input: &TrainData<'_>,
     configs: &[GbdtConfig],
     progress: &mut dyn FnMut(PassProgress),
 ) -> (Vec<Vec<FittedBooster>>, RunReport) {

@@ -11,7 +11,10 @@
 //! ```
 //!
 //! with both sides holding at least `min_data_in_leaf` rows and
-//! `min_sum_hessian_in_leaf` hessian. A leaf's value is `−G / (H + λ)`
+//! `min_sum_hessian_in_leaf` hessian. As in LightGBM, the row count of a side
+//! is estimated from its hessian for this check (each bin counts
+//! `round(hessian * rows / hessian of the leaf)`), which is exact when every
+//! hessian is equal (squared error) and LightGBM's rule otherwise. A leaf's value is `−G / (H + λ)`
 //! (times the learning rate).
 
 use super::histogram::{BinnedGroup, STRIDE};
@@ -79,9 +82,10 @@ impl Rules {
             0.0
         }
     }
+    /// Whether a side with sums `s` and (estimated) row count `n` may be a leaf.
     #[inline]
-    fn ok(&self, s: Sums) -> bool {
-        s.n >= self.min_data && s.h >= self.min_hess
+    fn ok(&self, s: Sums, n: f64) -> bool {
+        n >= self.min_data && s.h >= self.min_hess
     }
 }
 
@@ -134,15 +138,21 @@ pub fn best_split(
         let nan = Sums::at(h, nb);
         let has_nan = nan.n > 0.0;
         let last = if has_nan { nb } else { nb - 1 };
+        let cnt_factor = total.n / total.h;
+        let est = |s: Sums| (s.h * cnt_factor + 0.5).floor();
+        let nan_est = est(nan);
         let mut acc = Sums::default();
+        let mut acc_est = 0.0;
         for t in 0..last {
-            acc = acc.add(Sums::at(h, t));
+            let b = Sums::at(h, t);
+            acc = acc.add(b);
+            acc_est += est(b);
             if acc.n == 0.0 {
                 continue;
             }
             // Missing values right.
             let (l, r) = (acc, total.sub(acc));
-            if rules.ok(l) && rules.ok(r) {
+            if rules.ok(l, acc_est) && rules.ok(r, total.n - acc_est) {
                 let gain = rules.gain(l) + rules.gain(r) - parent;
                 if gain > best_gain {
                     best_gain = gain;
@@ -160,7 +170,8 @@ pub fn best_split(
             if has_nan && t + 1 < nb {
                 let l = acc.add(nan);
                 let r = total.sub(l);
-                if rules.ok(l) && rules.ok(r) {
+                let l_est = acc_est + nan_est;
+                if rules.ok(l, l_est) && rules.ok(r, total.n - l_est) {
                     let gain = rules.gain(l) + rules.gain(r) - parent;
                     if gain > best_gain {
                         best_gain = gain;
