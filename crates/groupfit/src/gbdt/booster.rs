@@ -37,6 +37,17 @@ pub struct GroupView<'a> {
     pub valid_y: &'a [f64],
 }
 
+/// Per-thread buffers of the boosting steps.
+#[derive(Debug, Default)]
+pub struct StepScratch {
+    /// Histogram buffers.
+    pub pool: HistPool,
+    /// Row indices (partition).
+    pub tmp: Vec<u32>,
+    /// Gradients gathered in a leaf's row order.
+    pub ordered: Vec<[f32; 2]>,
+}
+
 /// Reusable histogram buffers.
 #[derive(Debug, Default)]
 pub struct HistPool {
@@ -218,7 +229,13 @@ impl Booster {
 
     /// Adds the rows of the asked-for leaf that lie in `range` (group-local)
     /// into `hist`.
-    pub fn build(&self, view: &GroupView<'_>, range: std::ops::Range<usize>, hist: &mut [f64]) {
+    pub fn build(
+        &self,
+        view: &GroupView<'_>,
+        range: std::ops::Range<usize>,
+        hist: &mut [f64],
+        ordered: &mut Vec<[f32; 2]>,
+    ) {
         match &self.grow {
             None => build_range(hist, &view.data, range, &self.gh),
             Some(g) => {
@@ -226,7 +243,7 @@ impl Booster {
                 let rows = &self.order[leaf.begin..leaf.begin + leaf.count];
                 let a = rows.partition_point(|&r| (r as usize) < range.start);
                 let b = rows.partition_point(|&r| (r as usize) < range.end);
-                build_rows(hist, &view.data, &rows[a..b], &self.gh);
+                build_rows(hist, &view.data, &rows[a..b], &self.gh, ordered);
             }
         }
     }
@@ -236,25 +253,22 @@ impl Booster {
     pub fn run_round(
         &mut self,
         view: &GroupView<'_>,
-        pool: &mut HistPool,
-        tmp: &mut Vec<u32>,
+        scratch: &mut StepScratch,
         mut timer: Option<&mut u64>,
     ) {
         let len = view.data.hist_len();
         let n = view.data.rows();
-        let mut hist = pool.get(len);
         loop {
             let t = timer.is_some().then(std::time::Instant::now);
-            hist.iter_mut().for_each(|v| *v = 0.0);
-            self.build(view, 0..n, &mut hist);
+            let mut hist = scratch.pool.get(len);
+            self.build(view, 0..n, &mut hist, &mut scratch.ordered);
             if let (Some(t), Some(ns)) = (t, timer.as_deref_mut()) {
                 *ns += t.elapsed().as_nanos() as u64;
             }
-            if self.step(view, &hist, pool, tmp) {
+            if self.step(view, hist, scratch) {
                 break;
             }
         }
-        pool.put(hist);
     }
 
     fn find(&self, view: &GroupView<'_>, g: &Grow, leaf: &Leaf, hist: &[f64]) -> Option<Split> {
@@ -265,17 +279,15 @@ impl Booster {
         best_split(hist, &view.data, &g.features, leaf.sums, &self.rules())
     }
 
-    /// Consumes the full histogram of the asked-for leaf; returns whether the
-    /// round ended.
+    /// Consumes the full histogram of the asked-for leaf (`hist_len` long,
+    /// kept or returned to the pool); returns whether the round ended.
     pub fn step(
         &mut self,
         view: &GroupView<'_>,
-        hist: &[f64],
-        pool: &mut HistPool,
-        tmp: &mut Vec<u32>,
+        hist: Vec<f64>,
+        scratch: &mut StepScratch,
     ) -> bool {
-        let len = view.data.hist_len();
-        let hist = &hist[..len];
+        let StepScratch { pool, tmp, .. } = scratch;
         let mut g = match self.grow.take() {
             None => {
                 let features = round_features(
@@ -284,9 +296,8 @@ impl Booster {
                     self.seed,
                     self.round,
                 );
-                let mut buf = pool.get(len);
-                buf.copy_from_slice(hist);
-                let sums = totals(&buf, &view.data);
+                let buf = hist;
+                let sums = totals(&buf, &view.data, view.data.rows());
                 let mut g = Grow {
                     tree: BinTree::new(),
                     leaves: vec![Leaf {
@@ -313,9 +324,8 @@ impl Booster {
             Some(mut g) => {
                 let (small, large) = g.pending;
                 let mut parent = g.leaves[large].hist.take().expect("parent histogram");
-                subtract(&mut parent, hist);
-                let mut own = pool.get(len);
-                own.copy_from_slice(hist);
+                subtract(&mut parent, &hist);
+                let own = hist;
                 for (leaf, buf) in [(small, own), (large, parent)] {
                     let split = self.find(view, &g, &g.leaves[leaf], &buf);
                     if split.is_some() {
@@ -349,13 +359,13 @@ impl Booster {
         let new_leaf = g.tree.split(l, s.feature, s.bin, nan_bin, s.default_left);
         let node = g.tree.feature.len() - 1;
         // Stable partition of the leaf's rows: left in place, right after.
-        let d = view.data.d;
+        let col = view.data.col(s.feature);
         let rows = &mut self.order[begin..begin + count];
         tmp.clear();
         let mut w = 0;
         for i in 0..rows.len() {
             let r = rows[i];
-            let b = view.data.bins[r as usize * d + s.feature] as usize;
+            let b = col[r as usize] as usize;
             if g.tree.goes_left(node, b) {
                 rows[w] = r;
                 w += 1;
@@ -364,13 +374,15 @@ impl Booster {
             }
         }
         rows[w..].copy_from_slice(tmp);
-        debug_assert_eq!(w as f64, s.left.n);
         let depth = g.leaves[l].depth + 1;
         let parent_hist = g.leaves[l].hist.take();
         g.leaves[l] = Leaf {
             begin,
             count: w,
-            sums: s.left,
+            sums: Sums {
+                n: w as f64,
+                ..s.left
+            },
             depth,
             hist: None,
             split: None,
@@ -378,7 +390,10 @@ impl Booster {
         g.leaves.push(Leaf {
             begin: begin + w,
             count: count - w,
-            sums: s.right,
+            sums: Sums {
+                n: (count - w) as f64,
+                ..s.right
+            },
             depth,
             hist: None,
             split: None,
@@ -488,6 +503,7 @@ mod tests {
         GroupView {
             data: BinnedGroup {
                 d: 1,
+                n: bins.len(),
                 bins,
                 offsets,
             },
@@ -519,8 +535,7 @@ mod tests {
             .unwrap();
         let mut b = Booster::new(Task::Regression, cfg, 0, &v);
         assert_eq!(b.init, 3.0);
-        let (mut pool, mut tmp) = (HistPool::default(), Vec::new());
-        b.run_round(&v, &mut pool, &mut tmp, None);
+        b.run_round(&v, &mut StepScratch::default(), None);
         assert!(b.is_done());
         let m = b.model(&v);
         assert_eq!(m.trees.len(), 1);
@@ -548,7 +563,7 @@ mod tests {
         assert!((b.init - (1.0f64 / 3.0).ln()).abs() < 1e-12);
         // gradient p - y with p = 0.25; hessian p (1 - p)
         assert_eq!(b.gh[0], [-0.75f32, 0.1875]);
-        b.run_round(&v, &mut HistPool::default(), &mut Vec::new(), None);
+        b.run_round(&v, &mut StepScratch::default(), None);
         assert!(b.is_done());
         assert!(b.model(&v).trees.is_empty());
     }

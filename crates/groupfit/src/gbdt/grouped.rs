@@ -30,7 +30,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use super::binning::BinMapper;
-use super::booster::{Booster, GroupView, HistPool};
+use super::booster::{Booster, GroupView, StepScratch};
 use super::histogram::{BinnedGroup, STRIDE};
 use super::{GbdtConfig, GbdtModel};
 use crate::data::Column;
@@ -113,7 +113,7 @@ fn bin_group(
             keys
         ));
         crate::with_values!(columns[j], |v| for (i, &r) in rows.iter().enumerate() {
-            bins[i * d + j] = m.bin(v[r as usize] as f64) as u8;
+            bins[j * rows.len() + i] = m.bin(v[r as usize] as f64) as u8;
         });
         crate::with_values!(
             valid_columns[j],
@@ -262,6 +262,7 @@ impl GbdtLayout {
         GroupView {
             data: BinnedGroup {
                 d,
+                n: r.len(),
                 bins: &self.bins[r.start * d..r.end * d],
                 offsets: &self.offsets[g * (d + 1)..(g + 1) * (d + 1)],
             },
@@ -279,17 +280,13 @@ impl GbdtLayout {
     }
 }
 
-/// Per-worker buffers of the gbdt family.
-#[derive(Debug, Default)]
-pub struct GbdtScratch {
-    pool: HistPool,
-    tmp: Vec<u32>,
-}
-
-/// The gbdt family over one layout, for the configs `configs` and the groups
-/// whose histograms are at most `stats_len` long.
+/// The gbdt family over one layout. Each booster is a pass-driver group of
+/// its own (its rows are its data group's rows), so the planner places the
+/// boosters of one large group, or of the global model, on different workers.
 pub struct GbdtPass<'a> {
     layout: &'a GbdtLayout,
+    /// The data group of each driver group.
+    owner: Vec<usize>,
     stats_len: usize,
     /// Thread-nanoseconds building histograms (traced runs only).
     hist_ns: AtomicU64,
@@ -299,21 +296,21 @@ pub struct GbdtPass<'a> {
 
 impl GbdtPass<'_> {
     fn local(&self, group: usize, rows: &Range<usize>) -> Range<usize> {
-        let s = self.layout.starts[group];
+        let s = self.layout.starts[self.owner[group]];
         rows.start - s..rows.end - s
     }
 }
 
 impl PassFamily for GbdtPass<'_> {
     type Unit = Mutex<Booster>;
-    type Scratch = GbdtScratch;
+    type Scratch = StepScratch;
 
     fn stats_len(&self) -> usize {
         self.stats_len
     }
 
-    fn scratch(&self) -> GbdtScratch {
-        GbdtScratch::default()
+    fn scratch(&self) -> StepScratch {
+        StepScratch::default()
     }
 
     fn is_active(&self, unit: &Mutex<Booster>) -> bool {
@@ -326,9 +323,9 @@ impl PassFamily for GbdtPass<'_> {
         units: &[(usize, &Mutex<Booster>)],
         rows: Range<usize>,
         out: &mut [f64],
-        scratch: &mut GbdtScratch,
+        scratch: &mut StepScratch,
     ) {
-        let view = self.layout.view(group);
+        let view = self.layout.view(self.owner[group]);
         let local = self.local(group, &rows);
         let tracing = trace();
         if local.start == 0 && local.end == view.data.rows() {
@@ -337,12 +334,7 @@ impl PassFamily for GbdtPass<'_> {
             let mut ns = 0u64;
             for (_, u) in units {
                 let mut b = u.lock().unwrap();
-                b.run_round(
-                    &view,
-                    &mut scratch.pool,
-                    &mut scratch.tmp,
-                    tracing.then_some(&mut ns),
-                );
+                b.run_round(&view, scratch, tracing.then_some(&mut ns));
                 b.ran_round = true;
             }
             if let Some(t) = t {
@@ -356,7 +348,12 @@ impl PassFamily for GbdtPass<'_> {
             let hl = view.data.hist_len();
             for (i, (_, u)) in units.iter().enumerate() {
                 let b = u.lock().unwrap();
-                b.build(&view, local.clone(), &mut out[i * len..i * len + hl]);
+                b.build(
+                    &view,
+                    local.clone(),
+                    &mut out[i * len..i * len + hl],
+                    &mut scratch.ordered,
+                );
             }
             if let Some(t) = t {
                 let ns = t.elapsed().as_nanos() as u64;
@@ -378,15 +375,17 @@ impl PassFamily for GbdtPass<'_> {
         _k: usize,
         unit: &mut Mutex<Booster>,
         stats: &mut [f64],
-        scratch: &mut GbdtScratch,
+        scratch: &mut StepScratch,
     ) {
         let b = unit.get_mut().unwrap();
         if b.ran_round {
             b.ran_round = false;
             return;
         }
-        let view = self.layout.view(group);
-        b.step(&view, stats, &mut scratch.pool, &mut scratch.tmp);
+        let view = self.layout.view(self.owner[group]);
+        let mut hist = scratch.pool.get(0);
+        hist.extend_from_slice(&stats[..view.data.hist_len()]);
+        b.step(&view, hist, scratch);
     }
 }
 
@@ -453,26 +452,27 @@ pub fn fit_grouped(
                 .map(|g| layout.hist_len(g))
                 .max()
                 .unwrap_or(0);
-            let units: Vec<Vec<Mutex<Booster>>> = (0..n_all)
-                .map(|g| {
-                    if !members[g] {
-                        return Vec::new();
-                    }
-                    let view = layout.view(g);
-                    ks.iter()
-                        .map(|&k| {
-                            Mutex::new(Booster::new(input.task, configs[k], input.seed, &view))
-                        })
-                        .collect()
-                })
-                .collect();
-            let n_units: usize = units.iter().map(Vec::len).sum();
-            let class_rows: usize = (0..n_all)
-                .filter(|&g| members[g])
-                .map(|g| rows[g].len())
-                .sum();
+            // One driver group per (data group, config) booster.
+            let mut owner = Vec::new();
+            let mut config_of = Vec::new();
+            let mut units: Vec<Vec<Mutex<Booster>>> = Vec::new();
+            let mut drows: Vec<Range<usize>> = Vec::new();
+            for g in (0..n_all).filter(|&g| members[g]) {
+                let view = layout.view(g);
+                for &k in &ks {
+                    owner.push(g);
+                    config_of.push(k);
+                    drows.push(rows[g].clone());
+                    units.push(vec![Mutex::new(Booster::new(
+                        input.task, configs[k], input.seed, &view,
+                    ))]);
+                }
+            }
+            let n_units = units.len();
+            let class_rows: usize = drows.iter().map(|r| r.len()).sum();
             let family = GbdtPass {
                 layout: &layout,
+                owner,
                 stats_len,
                 hist_ns: AtomicU64::new(0),
                 round_ns: AtomicU64::new(0),
@@ -491,7 +491,7 @@ pub fn fit_grouped(
             let (units, r) = run_passes(
                 &family,
                 units,
-                &rows,
+                &drows,
                 input.strategy,
                 input.threads,
                 max_rounds * (max_leaves + 1) + 1,
@@ -512,18 +512,14 @@ pub fn fit_grouped(
                 strategy_rows = class_rows;
                 report.strategy = r.strategy;
             }
-            for (g, us) in units.into_iter().enumerate() {
-                if us.is_empty() {
-                    continue;
-                }
+            for (i, us) in units.into_iter().enumerate() {
+                let g = family.owner[i];
                 let view = layout.view(g);
-                for (u, &k) in us.into_iter().zip(&ks) {
-                    let b = u.into_inner().unwrap();
-                    out[g][k] = Some(FittedBooster {
-                        rounds: b.rounds(),
-                        model: b.model(&view),
-                    });
-                }
+                let b = us.into_iter().next().unwrap().into_inner().unwrap();
+                out[g][config_of[i]] = Some(FittedBooster {
+                    rounds: b.rounds(),
+                    model: b.model(&view),
+                });
             }
         }
     }

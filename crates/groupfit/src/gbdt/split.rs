@@ -45,13 +45,14 @@ impl Sums {
             n: self.n - o.n,
         }
     }
+    /// Gradient and hessian of one bin (no row count: see the module docs).
     #[inline]
     fn at(hist: &[f64], bin: usize) -> Sums {
         let i = STRIDE * bin;
         Sums {
             g: hist[i],
             h: hist[i + 1],
-            n: hist[i + 2],
+            n: 0.0,
         }
     }
 }
@@ -106,16 +107,17 @@ pub struct Split {
     pub right: Sums,
 }
 
-/// The leaf's total sums read off its histogram (feature 0's bins).
-pub fn totals(hist: &[f64], data: &BinnedGroup<'_>) -> Sums {
+/// The total sums of a leaf of `rows` rows, read off its histogram (feature 0's bins).
+pub fn totals(hist: &[f64], data: &BinnedGroup<'_>, rows: usize) -> Sums {
     let mut s = Sums::default();
     for b in 0..data.n_bins(0) {
         s = s.add(Sums::at(hist, b));
     }
+    s.n = rows as f64;
     s
 }
 
-/// The best split of a leaf with sums `total` over `features`, if any has
+/// The best split of a leaf with sums `total` (`total.n` its row count) over `features`, if any has
 /// positive gain under `rules`. Ties keep the first (lowest feature, lowest
 /// bin, missing right before left).
 pub fn best_split(
@@ -136,7 +138,7 @@ pub fn best_split(
         let nb = data.n_bins(j) - 1; // value bins
         let h = &hist[STRIDE * off..STRIDE * (off + nb + 1)];
         let nan = Sums::at(h, nb);
-        let has_nan = nan.n > 0.0;
+        let has_nan = nan.h > 0.0 || nan.g != 0.0;
         let last = if has_nan { nb } else { nb - 1 };
         let cnt_factor = total.n / total.h;
         let est = |s: Sums| (s.h * cnt_factor + 0.5).floor();
@@ -147,9 +149,7 @@ pub fn best_split(
             let b = Sums::at(h, t);
             acc = acc.add(b);
             acc_est += est(b);
-            if acc.n == 0.0 {
-                continue;
-            }
+            acc.n = acc_est;
             // Missing values right.
             let (l, r) = (acc, total.sub(acc));
             if rules.ok(l, acc_est) && rules.ok(r, total.n - acc_est) {
@@ -168,9 +168,10 @@ pub fn best_split(
             }
             // Missing values left.
             if has_nan && t + 1 < nb {
-                let l = acc.add(nan);
-                let r = total.sub(l);
+                let mut l = acc.add(nan);
                 let l_est = acc_est + nan_est;
+                l.n = l_est;
+                let r = total.sub(l);
                 if rules.ok(l, l_est) && rules.ok(r, total.n - l_est) {
                     let gain = rules.gain(l) + rules.gain(r) - parent;
                     if gain > best_gain {
@@ -205,17 +206,18 @@ mod tests {
 
     #[test]
     fn gain_and_values_by_hand() {
-        // One feature, 3 value bins + NaN. Bins: (g, h, n)
-        // b0: (-4, 2, 2)  b1: (-2, 2, 2)  b2: (6, 2, 2)  NaN: (0, 0, 0)
+        // One feature, 3 value bins + NaN, 2 rows each. Bins: (g, h)
+        // b0: (-4, 2)  b1: (-2, 2)  b2: (6, 2)  NaN: (0, 0)
         let offsets = [0u32, 4];
         let bins = [0u8; 0];
         let data = BinnedGroup {
             d: 1,
+            n: 6,
             bins: &bins,
             offsets: &offsets,
         };
-        let hist = [-4.0, 2.0, 2.0, -2.0, 2.0, 2.0, 6.0, 2.0, 2.0, 0.0, 0.0, 0.0];
-        let total = totals(&hist, &data);
+        let hist = [-4.0, 2.0, -2.0, 2.0, 6.0, 2.0, 0.0, 0.0];
+        let total = totals(&hist, &data, 6);
         assert_eq!(
             total,
             Sums {
@@ -243,15 +245,16 @@ mod tests {
 
     #[test]
     fn missing_values_take_the_better_side() {
-        // b0: (-3,1,1) b1: (3,1,1) NaN: (-3,1,1); total (-3,3,3)
+        // b0: (-3,1) b1: (3,1) NaN: (-3,1), one row each; total (-3,3), 3 rows
         let offsets = [0u32, 3];
         let data = BinnedGroup {
             d: 1,
+            n: 3,
             bins: &[],
             offsets: &offsets,
         };
-        let hist = [-3.0, 1.0, 1.0, 3.0, 1.0, 1.0, -3.0, 1.0, 1.0];
-        let total = totals(&hist, &data);
+        let hist = [-3.0, 1.0, 3.0, 1.0, -3.0, 1.0];
+        let total = totals(&hist, &data, 3);
         // t=0, NaN right: L=(-3,1) R=(0,2): 9 + 0 - 3 = 6
         // t=0, NaN left:  L=(-6,2) R=(3,1): 18 + 9 - 3 = 24  <- best
         // t=1 (values left, NaN right): L=(0,2) R=(-3,1): 0 + 9 - 3 = 6
