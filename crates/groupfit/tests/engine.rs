@@ -1027,7 +1027,12 @@ fn gbdt_strategies_and_threads_agree(task: Task) {
     ];
     let reference = fit_gbdt(&all, &vall, task, Strategy::Tp, 1, params).bundle;
     let ref_models = gbdt_models(&reference);
-    for strategy in [Strategy::Tp, Strategy::Fused] {
+    for strategy in [
+        Strategy::Tp,
+        Strategy::Fused,
+        Strategy::Dp,
+        Strategy::Hybrid,
+    ] {
         for threads in [1, 2, 3] {
             let b = fit_gbdt(&all, &vall, task, strategy, threads, params).bundle;
             let what = format!("{task:?} {strategy:?} x {threads}");
