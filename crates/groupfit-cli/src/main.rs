@@ -11,7 +11,7 @@ use groupfit::data::keys::display_key;
 use groupfit::data::Task;
 use groupfit::job::{self, Event, TrainSpec};
 use groupfit::plan::Strategy;
-use groupfit::store::{ModelBundle, Route};
+use groupfit::store::{FittedModel, ModelBundle, Route};
 
 #[derive(Parser)]
 #[command(
@@ -59,7 +59,7 @@ struct JobArgs {
     /// binary or regression (default: binary if every target value is 0 or 1).
     #[arg(long)]
     task: Option<String>,
-    /// Model family.
+    /// Model family: linear or gbdt.
     #[arg(long, default_value = "linear")]
     model: String,
     /// Hyper-parameter values, NAME=V1,V2,...; repeat for several; the grid is their product.
@@ -513,6 +513,36 @@ fn predict(a: PredictArgs) -> Result<()> {
     Ok(())
 }
 
+/// Per-feature gain importance of a tree model, largest first (None for other families).
+fn importance(features: &[String], m: Option<&FittedModel>) -> Option<Vec<(String, f64)>> {
+    match m? {
+        FittedModel::Gbdt(g) => {
+            let mut v: Vec<(String, f64)> = features
+                .iter()
+                .cloned()
+                .zip(g.importance.iter().copied())
+                .collect();
+            v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            Some(v)
+        }
+        _ => None,
+    }
+}
+
+/// `f3 41%, f0 22%, f7 9%`: the `k` features with the largest share of the gain.
+fn top_importance(imp: &[(String, f64)], k: usize) -> String {
+    let total: f64 = imp.iter().map(|(_, g)| g).sum();
+    if total <= 0.0 {
+        return "-".into();
+    }
+    imp.iter()
+        .take(k)
+        .filter(|(_, g)| *g > 0.0)
+        .map(|(f, g)| format!("{f} {:.0}%", 100.0 * g / total))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn inspect(a: InspectArgs) -> Result<()> {
     let b = ModelBundle::load(&a.model)?;
     if a.json {
@@ -520,7 +550,7 @@ fn inspect(a: InspectArgs) -> Result<()> {
             .groups
             .iter()
             .map(|g| {
-                serde_json::json!({
+                let mut v = serde_json::json!({
                     "key": display_key(&g.key),
                     "n_train": g.n_train,
                     "n_valid": g.n_valid,
@@ -531,9 +561,25 @@ fn inspect(a: InspectArgs) -> Result<()> {
                     "fallback": g.fallback,
                     "iterations": g.iterations,
                     "model": g.model,
-                })
+                });
+                if let Some(imp) = importance(&b.features, g.model.as_ref()) {
+                    v["importance"] = imp
+                        .into_iter()
+                        .map(|(f, g)| (f, serde_json::json!(g)))
+                        .collect::<serde_json::Map<_, _>>()
+                        .into();
+                }
+                v
             })
             .collect();
+        let mut global = serde_json::json!({"config": b.configs[b.global.config].name, "valid": b.global.valid, "model": b.global.model});
+        if let Some(imp) = importance(&b.features, Some(&b.global.model)) {
+            global["importance"] = imp
+                .into_iter()
+                .map(|(f, g)| (f, serde_json::json!(g)))
+                .collect::<serde_json::Map<_, _>>()
+                .into();
+        }
         let v = serde_json::json!({
             "format_version": b.format_version,
             "groupfit_version": b.groupfit_version,
@@ -544,7 +590,7 @@ fn inspect(a: InspectArgs) -> Result<()> {
             "target": b.target,
             "configs": b.configs.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
             "impute": b.impute,
-            "global": {"config": b.configs[b.global.config].name, "valid": b.global.valid, "model": b.global.model},
+            "global": global,
             "groups": groups,
             "summary": b.summary,
         });
@@ -606,21 +652,36 @@ fn inspect(a: InspectArgs) -> Result<()> {
         a.top.min(order.len())
     };
     writeln!(o)?;
+    let trees = matches!(b.global.model, FittedModel::Gbdt(_));
     writeln!(
         o,
-        "{:<24} {:>9} {:>9}  {:<7} {:<18} {:>10}",
+        "{:<24} {:>9} {:>9}  {:<7} {:<18} {:>10}{}",
         "group",
         "n_train",
         "n_valid",
         "route",
         "config",
-        metric_name(b.task)
+        metric_name(b.task),
+        if trees {
+            "  top features (share of gain)"
+        } else {
+            ""
+        }
     )?;
     for &i in &order[..shown] {
         let g = &b.groups[i];
+        let imp = if trees {
+            let m = g.model.as_ref().unwrap_or(&b.global.model);
+            format!(
+                "  {}",
+                importance(&b.features, Some(m)).map_or("-".into(), |v| top_importance(&v, 3))
+            )
+        } else {
+            String::new()
+        };
         writeln!(
             o,
-            "{:<24} {:>9} {:>9}  {:<7} {:<18} {:>10}",
+            "{:<24} {:>9} {:>9}  {:<7} {:<18} {:>10}{imp}",
             display_key(&g.key),
             g.n_train,
             g.n_valid,

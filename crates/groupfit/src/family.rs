@@ -21,12 +21,13 @@ use crate::store::FittedModel;
 use crate::tune::{linear_configs, ConfigEntry};
 
 /// Model families `train` knows, as named by `--model`.
-pub const MODELS: &[&str] = &["linear"];
+pub const MODELS: &[&str] = &["linear", "gbdt"];
 
 /// The family called `name`.
 pub fn family(name: &str) -> Result<Box<dyn Family>> {
     match name {
         "linear" => Ok(Box::new(Linear)),
+        "gbdt" => Ok(Box::new(Gbdt)),
         _ => Err(GroupfitError::arg(format!(
             "unknown model '{name}' (available: {})",
             MODELS.join(", ")
@@ -200,5 +201,46 @@ impl Family for Linear {
             data.fit,
             data.threads,
         ))
+    }
+}
+
+/// Histogram gradient-boosted trees (LightGBM's parameters and defaults);
+/// missing values are handled natively, so there is no imputation.
+pub struct Gbdt;
+
+impl Family for Gbdt {
+    fn name(&self) -> &'static str {
+        "gbdt"
+    }
+
+    fn check(&self, configs: &[ConfigEntry]) -> Result<()> {
+        crate::gbdt::configs(configs).map(|_| ())
+    }
+
+    fn fit(
+        &self,
+        data: &TrainData<'_>,
+        configs: &[ConfigEntry],
+        on: &mut dyn FnMut(PassProgress),
+    ) -> Result<FamilyFit> {
+        let configs = crate::gbdt::configs(configs)?;
+        let (fitted, report) = crate::gbdt::grouped::fit_grouped(data, &configs, on);
+        let units = fitted
+            .into_iter()
+            .map(|us| {
+                us.into_iter()
+                    .map(|u| UnitFit {
+                        model: FittedModel::Gbdt(u.model),
+                        iterations: u.rounds as u32,
+                        converged: true,
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok(FamilyFit {
+            units,
+            impute: Vec::new(),
+            report,
+        })
     }
 }

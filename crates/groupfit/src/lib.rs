@@ -37,6 +37,7 @@ pub mod data;
 pub mod error;
 pub mod exec;
 pub mod family;
+pub mod gbdt;
 pub mod job;
 pub mod linear;
 pub mod metrics;

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::data::keys::{display_key, GroupEncoder, GroupKey};
 use crate::data::{Column, Task};
 use crate::error::{GroupfitError, Result};
+use crate::gbdt::GbdtModel;
 use crate::linear::LinearModel;
 use crate::tune::ConfigEntry;
 
@@ -37,6 +38,8 @@ const HEADER: usize = 8 + 4 + 8 + 4;
 pub enum FittedModel {
     /// A linear model.
     Linear(LinearModel),
+    /// Gradient-boosted trees.
+    Gbdt(GbdtModel),
 }
 
 impl FittedModel {
@@ -44,6 +47,7 @@ impl FittedModel {
     pub fn predict_row(&self, task: Task, x: &[f64]) -> f64 {
         match self {
             FittedModel::Linear(m) => m.predict_row(task, x),
+            FittedModel::Gbdt(m) => m.predict_row(task, x),
         }
     }
 
@@ -52,6 +56,7 @@ impl FittedModel {
     pub fn predict_columns(&self, task: Task, cols: &[Vec<f64>], range: Range<usize>) -> Vec<f64> {
         match self {
             FittedModel::Linear(m) => m.predict_columns(task, cols, range),
+            FittedModel::Gbdt(m) => predict_by_rows(cols, range, |x| m.predict_row(task, x)),
         }
     }
 }

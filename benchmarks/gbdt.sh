@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# GBDT family benchmark (issue 3: grouped gradient-boosted trees).
+#
+# 1. The shared Zipf(1.1) data (1M rows, 1,000 groups, 32 features, binary):
+#    `groupfit train --model gbdt --param rounds=100 --param num_leaves=15,31
+#    --param learning_rate=0.05,0.1 --json` (best of REPEATS runs, one of them
+#    with GROUPFIT_TRACE=1 for the share of time in histogram building) and,
+#    on the same data in the same run, lightgbm-joblib and lightgbm-loop from
+#    ../shared/bench/baselines.py (4,000 boosters each).
+# 2. The flights data (per-route models of arr_delay): groupfit against a
+#    per-route LightGBM loop with the same grid (benchmarks/gbdt_flights.py).
+# Prints ratio tables. Quote ratios from one run only.
+#
+# Status (first version of the family): the speed target (>= 10x faster than
+# lightgbm-joblib) is not met yet; on a loaded 2-core machine one boosting
+# round of the ~2,400 boosters with the largest histograms took ~6 s. The
+# next steps are fewer histogram zeroings for small leaves (histograms sized
+# to the leaf's bins), several boosters of a group scanned in one pass over
+# its bin columns, and f32 histograms for small leaves.
+#
+#   benchmarks/gbdt.sh
+#   SYSTEMS="lightgbm-joblib" FLIGHTS=0 benchmarks/gbdt.sh
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SHARED=${GROUPFIT_SHARED:-$ROOT/../shared}
+PY=${PYTHON:-$ROOT/.venv/bin/python}
+BIN=${GROUPFIT_BIN:-$ROOT/target/release/groupfit}
+OUT=${BENCH_OUT:-$ROOT/bench-out}
+ROWS=${ROWS:-1000000}
+N_GROUPS=${N_GROUPS:-1000}
+REPEATS=${REPEATS:-2}
+SYSTEMS=${SYSTEMS:-"lightgbm-joblib lightgbm-loop"}
+FLIGHTS=${FLIGHTS:-1}
+DATA=$OUT/zipf-${ROWS}-${N_GROUPS}
+STAMP=$(date +%Y%m%d-%H%M%S)
+RESULTS=$OUT/gbdt-$STAMP.jsonl
+mkdir -p "$OUT"
+
+if [ ! -f "$DATA/train.parquet" ]; then
+    "$PY" "$SHARED/bench/datagen.py" --rows "$ROWS" --features 32 --groups "$N_GROUPS" --zipf 1.1 --out "$DATA"
+fi
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)" >&2
+
+GRID=(--model gbdt --param rounds=100 --param num_leaves=15,31 --param learning_rate=0.05,0.1)
+for i in $(seq "$REPEATS"); do
+    "$BIN" train --data "$DATA/train.parquet" --valid "$DATA/valid.parquet" --by group --target label \
+        "${GRID[@]}" --out "$OUT/gbdt.gfm" --json \
+        | "$PY" -c 'import json,sys; d=json.load(sys.stdin); d["system"]="groupfit"; print(json.dumps(d))' >> "$RESULTS"
+done
+echo "traced run (stage timings, share of time in histogram building):" >&2
+GROUPFIT_TRACE=1 "$BIN" train --data "$DATA/train.parquet" --valid "$DATA/valid.parquet" --by group --target label \
+    "${GRID[@]}" --out "$OUT/gbdt.gfm" --json 2> "$OUT/gbdt-$STAMP.trace" > /dev/null
+grep -v '^\[groupfit\] pass ' "$OUT/gbdt-$STAMP.trace" >&2 || true
+for s in $SYSTEMS; do
+    echo "running $s ..." >&2
+    "$PY" "$SHARED/bench/baselines.py" --data "$DATA" --family gbdt --system "$s" >> "$RESULTS"
+done
+"$PY" "$ROOT/benchmarks/report.py" "$RESULTS" lightgbm
+
+if [ "$FLIGHTS" = 1 ]; then
+    echo
+    "$PY" "$ROOT/benchmarks/gbdt_flights.py" --bin "$BIN" --data "$ROOT/data/flights.parquet" --out "$OUT/flights"
+fi

@@ -1,0 +1,150 @@
+//! Quantile bins: each feature's training values of one group cut into at
+//! most `max_bin` value bins of about equal row counts (every distinct value
+//! its own bin when there are few), plus one bin for NaN after them.
+//!
+//! A value `v` falls into the first bin `b` with `v <= upper[b]`; the last
+//! value bin's upper bound is `+inf`. Bounds are midpoints between adjacent
+//! distinct training values, so a split "bin <= t" is the real-valued rule
+//! "x <= upper[t]" that the fitted tree stores.
+
+use serde::{Deserialize, Serialize};
+
+/// The bins of one feature.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BinMapper {
+    /// Upper bound of each value bin; the last is `+inf`.
+    pub upper: Vec<f64>,
+}
+
+/// Total order on `f64` as `u64` keys (no NaN reaches it).
+#[inline]
+fn key(v: f64) -> u64 {
+    let b = v.to_bits();
+    if b >> 63 == 1 {
+        !b
+    } else {
+        b | (1 << 63)
+    }
+}
+
+#[inline]
+fn unkey(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
+}
+
+impl BinMapper {
+    /// Bins for `values` (NaN = missing, ignored here), at most `max_bin`
+    /// value bins. `keys` is scratch.
+    pub fn fit(values: impl Iterator<Item = f64>, max_bin: usize, keys: &mut Vec<u64>) -> Self {
+        keys.clear();
+        keys.extend(values.filter(|v| !v.is_nan()).map(|v| key(v + 0.0)));
+        keys.sort_unstable();
+        // Distinct values with their counts.
+        let mut distinct: Vec<(f64, usize)> = Vec::new();
+        for &k in keys.iter() {
+            match distinct.last_mut() {
+                Some((v, c)) if key(*v) == k => *c += 1,
+                _ => distinct.push((unkey(k), 1)),
+            }
+        }
+        let max_bin = max_bin.max(1);
+        let mid = |i: usize| {
+            let (a, b) = (distinct[i].0, distinct[i + 1].0);
+            let m = a + (b - a) / 2.0;
+            // Keep a < m < = b strictly separating a from b.
+            if m >= b || m < a {
+                a
+            } else {
+                m
+            }
+        };
+        let mut upper = Vec::new();
+        if distinct.len() <= max_bin {
+            for i in 0..distinct.len().saturating_sub(1) {
+                upper.push(mid(i));
+            }
+        } else {
+            // Greedy equal-count bins: close a bin once it holds the mean
+            // count of the rows and bins still left.
+            let mut rows_left = keys.len();
+            let mut bins_left = max_bin;
+            let mut cur = 0usize;
+            for i in 0..distinct.len() - 1 {
+                cur += distinct[i].1;
+                if bins_left <= 1 {
+                    break;
+                }
+                let target = rows_left as f64 / bins_left as f64;
+                // Also close early when the next value alone would overfill it.
+                let next = distinct[i + 1].1 as f64;
+                if cur as f64 >= target
+                    || (cur as f64 + next > 1.5 * target && cur as f64 >= 0.5 * target)
+                {
+                    upper.push(mid(i));
+                    rows_left -= cur;
+                    bins_left -= 1;
+                    cur = 0;
+                }
+            }
+        }
+        upper.push(f64::INFINITY);
+        BinMapper { upper }
+    }
+
+    /// Number of value bins (the NaN bin is this index).
+    pub fn value_bins(&self) -> usize {
+        self.upper.len()
+    }
+
+    /// Bins including the NaN bin.
+    pub fn n_bins(&self) -> usize {
+        self.upper.len() + 1
+    }
+
+    /// The bin of `v`.
+    #[inline]
+    pub fn bin(&self, v: f64) -> usize {
+        if v.is_nan() {
+            self.upper.len()
+        } else {
+            self.upper.partition_point(|&u| u < v)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn few_distinct_values_get_a_bin_each_with_midpoint_bounds() {
+        let mut s = Vec::new();
+        let m = BinMapper::fit([3.0, 1.0, f64::NAN, 2.0, 1.0].into_iter(), 255, &mut s);
+        assert_eq!(m.upper, vec![1.5, 2.5, f64::INFINITY]);
+        assert_eq!(m.bin(1.0), 0);
+        assert_eq!(m.bin(1.5), 0);
+        assert_eq!(m.bin(1.6), 1);
+        assert_eq!(m.bin(100.0), 2);
+        assert_eq!(m.bin(-100.0), 0);
+        assert_eq!(m.bin(f64::NAN), 3);
+        assert_eq!(m.n_bins(), 4);
+    }
+
+    #[test]
+    fn many_values_are_cut_into_equal_count_bins() {
+        let mut s = Vec::new();
+        let m = BinMapper::fit((0..1000).map(|i| i as f64), 4, &mut s);
+        assert_eq!(m.upper, vec![249.5, 499.5, 749.5, f64::INFINITY]);
+        let m = BinMapper::fit((0..1000).map(|i| (i % 7) as f64), 255, &mut s);
+        assert_eq!(m.value_bins(), 7);
+    }
+
+    #[test]
+    fn all_missing_or_constant_is_one_value_bin() {
+        let mut s = Vec::new();
+        let m = BinMapper::fit([f64::NAN, f64::NAN].into_iter(), 255, &mut s);
+        assert_eq!(m.upper, vec![f64::INFINITY]);
+        let m = BinMapper::fit([-0.0, 0.0].into_iter(), 255, &mut s);
+        assert_eq!(m.upper, vec![f64::INFINITY]);
+    }
+}

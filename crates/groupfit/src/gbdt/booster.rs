@@ -1,0 +1,579 @@
+//! One (group, config) booster as a state machine.
+//!
+//! A round grows one tree leaf-wise: the booster asks for the histogram of
+//! one leaf at a time ([`Booster::build`] adds the rows of a row range into
+//! it, so partial histograms of a group cut over workers add up), and
+//! [`Booster::step`] consumes the full histogram: the larger sibling's comes
+//! from the parent's by subtraction, both children get their best split, the
+//! leaf with the largest gain is split next (its rows partitioned in place,
+//! each leaf's rows kept in ascending order) and the smaller child's
+//! histogram is asked for. When no leaf can be split or the tree has
+//! `num_leaves` leaves, the round ends: leaf values `−G/(H+λ)·learning_rate`
+//! are added to the scores, gradients are recomputed, the validation score is
+//! updated for early stopping. A round whose tree cannot split ends boosting
+//! (as LightGBM does).
+
+use super::binning::BinMapper;
+use super::histogram::{build_range, build_rows, subtract, BinnedGroup};
+use super::split::{best_split, totals, Rules, Split, Sums};
+use super::tree::{BinTree, Tree};
+use super::{GbdtConfig, GbdtModel};
+use crate::data::Task;
+use crate::linear::sigmoid;
+
+/// What a booster reads of its group: binned training rows and targets, the
+/// bin mappers, and the binned validation rows (for early stopping).
+#[derive(Debug, Clone, Copy)]
+pub struct GroupView<'a> {
+    /// Binned training rows.
+    pub data: BinnedGroup<'a>,
+    /// Training targets.
+    pub y: &'a [f64],
+    /// Bins of each feature.
+    pub mappers: &'a [BinMapper],
+    /// Binned validation rows, row-major.
+    pub valid_bins: &'a [u8],
+    /// Validation targets.
+    pub valid_y: &'a [f64],
+}
+
+/// Per-thread buffers of the boosting steps.
+#[derive(Debug, Default)]
+pub struct StepScratch {
+    /// Histogram buffers.
+    pub pool: HistPool,
+    /// Row indices (partition).
+    pub tmp: Vec<u32>,
+    /// Gradients gathered in a leaf's row order.
+    pub ordered: Vec<[f32; 2]>,
+}
+
+/// Reusable histogram buffers.
+#[derive(Debug, Default)]
+pub struct HistPool {
+    bufs: Vec<Vec<f64>>,
+}
+
+impl HistPool {
+    /// A zeroed buffer of `len`.
+    pub fn get(&mut self, len: usize) -> Vec<f64> {
+        match self.bufs.pop() {
+            Some(mut b) => {
+                b.clear();
+                b.resize(len, 0.0);
+                b
+            }
+            None => vec![0.0; len],
+        }
+    }
+    /// Returns a buffer.
+    pub fn put(&mut self, b: Vec<f64>) {
+        self.bufs.push(b);
+    }
+}
+
+#[derive(Debug)]
+struct Leaf {
+    begin: usize,
+    count: usize,
+    sums: Sums,
+    depth: u32,
+    hist: Option<Vec<f64>>,
+    split: Option<Split>,
+}
+
+#[derive(Debug)]
+struct Grow {
+    tree: BinTree,
+    leaves: Vec<Leaf>,
+    /// (smaller child, larger child) of the last split; the larger child's
+    /// slot holds the parent's histogram until the smaller one's arrives.
+    pending: (usize, usize),
+    features: Vec<usize>,
+    gains: Vec<(u32, f64)>,
+}
+
+/// The state of one booster between steps.
+#[derive(Debug)]
+pub struct Booster {
+    task: Task,
+    cfg: GbdtConfig,
+    seed: u64,
+    init: f64,
+    scores: Vec<f64>,
+    gh: Vec<[f32; 2]>,
+    order: Vec<u32>,
+    valid_scores: Vec<f64>,
+    trees: Vec<Tree>,
+    gains: Vec<Vec<(u32, f64)>>,
+    round: u32,
+    done: bool,
+    best: Option<(f64, usize)>,
+    grow: Option<Grow>,
+    /// Set by a caller that ran a whole round outside [`Booster::step`]'s usual caller.
+    pub ran_round: bool,
+}
+
+/// The starting score: log-odds of the mean label (binary), the mean (regression).
+pub fn init_score(task: Task, y: &[f64]) -> f64 {
+    let n = y.len().max(1) as f64;
+    let mean = y.iter().sum::<f64>() / n;
+    match task {
+        Task::Binary => {
+            let p = mean.clamp(1e-15, 1.0 - 1e-15);
+            (p / (1.0 - p)).ln()
+        }
+        Task::Regression => mean,
+    }
+}
+
+fn gradients(task: Task, scores: &[f64], y: &[f64], gh: &mut [[f32; 2]]) {
+    match task {
+        Task::Binary => {
+            for ((o, &s), &t) in gh.iter_mut().zip(scores).zip(y) {
+                let p = sigmoid(s);
+                *o = [(p - t) as f32, (p * (1.0 - p)) as f32];
+            }
+        }
+        Task::Regression => {
+            for ((o, &s), &t) in gh.iter_mut().zip(scores).zip(y) {
+                *o = [(s - t) as f32, 1.0];
+            }
+        }
+    }
+}
+
+/// The validation metric early stopping watches: log-loss or RMSE.
+fn metric(task: Task, y: &[f64], raw: &[f64]) -> f64 {
+    match task {
+        Task::Binary => {
+            let p: Vec<f64> = raw.iter().map(|&z| sigmoid(z)).collect();
+            crate::metrics::logloss(y, &p)
+        }
+        Task::Regression => crate::metrics::rmse(y, raw),
+    }
+}
+
+/// SplitMix64 step.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The features a round may split on: all, or `round(fraction * d)` (at least
+/// one) drawn from `(seed, round)` alone, so a group draws the same features
+/// whether trained alone or with others.
+pub fn round_features(d: usize, fraction: f64, seed: u64, round: u32) -> Vec<usize> {
+    let mut f: Vec<usize> = (0..d).collect();
+    if fraction >= 1.0 || d == 0 {
+        return f;
+    }
+    let k = ((d as f64 * fraction).round() as usize).clamp(1, d);
+    let mut s = mix(seed ^ mix(round as u64 + 1));
+    for i in 0..k {
+        s = mix(s);
+        let j = i + (s % (d - i) as u64) as usize;
+        f.swap(i, j);
+    }
+    f.truncate(k);
+    f.sort_unstable();
+    f
+}
+
+impl Booster {
+    /// A booster at round 0 for the group in `view`.
+    pub fn new(task: Task, cfg: GbdtConfig, seed: u64, view: &GroupView<'_>) -> Booster {
+        let n = view.y.len();
+        let init = init_score(task, view.y);
+        let scores = vec![init; n];
+        let mut gh = vec![[0.0f32; 2]; n];
+        gradients(task, &scores, view.y, &mut gh);
+        Booster {
+            task,
+            cfg,
+            seed,
+            init,
+            scores,
+            gh,
+            order: (0..n as u32).collect(),
+            valid_scores: vec![init; view.valid_y.len()],
+            trees: Vec::new(),
+            gains: Vec::new(),
+            round: 0,
+            done: false,
+            best: None,
+            grow: None,
+            ran_round: false,
+        }
+    }
+
+    /// Whether boosting has ended.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Rounds done so far (trees kept at the end).
+    pub fn rounds(&self) -> usize {
+        self.trees.len()
+    }
+
+    fn rules(&self) -> Rules {
+        Rules {
+            min_data: self.cfg.min_data_in_leaf() as f64,
+            min_hess: self.cfg.min_sum_hessian_in_leaf(),
+            lambda: self.cfg.lambda_l2(),
+        }
+    }
+
+    /// Adds the rows of the asked-for leaf that lie in `range` (group-local)
+    /// into `hist`.
+    pub fn build(
+        &self,
+        view: &GroupView<'_>,
+        range: std::ops::Range<usize>,
+        hist: &mut [f64],
+        ordered: &mut Vec<[f32; 2]>,
+    ) {
+        match &self.grow {
+            None => build_range(hist, &view.data, range, &self.gh),
+            Some(g) => {
+                let leaf = &g.leaves[g.pending.0];
+                let rows = &self.order[leaf.begin..leaf.begin + leaf.count];
+                let a = rows.partition_point(|&r| (r as usize) < range.start);
+                let b = rows.partition_point(|&r| (r as usize) < range.end);
+                build_rows(hist, &view.data, &rows[a..b], &self.gh, ordered);
+            }
+        }
+    }
+
+    /// Runs the rest of the current round on this thread (every row is
+    /// local). With `timer`, adds the nanoseconds spent building histograms.
+    pub fn run_round(
+        &mut self,
+        view: &GroupView<'_>,
+        scratch: &mut StepScratch,
+        mut timer: Option<&mut u64>,
+    ) {
+        let len = view.data.hist_len();
+        let n = view.data.rows();
+        loop {
+            let t = timer.is_some().then(std::time::Instant::now);
+            let mut hist = scratch.pool.get(len);
+            self.build(view, 0..n, &mut hist, &mut scratch.ordered);
+            if let (Some(t), Some(ns)) = (t, timer.as_deref_mut()) {
+                *ns += t.elapsed().as_nanos() as u64;
+            }
+            if self.step(view, hist, scratch) {
+                break;
+            }
+        }
+    }
+
+    fn find(&self, view: &GroupView<'_>, g: &Grow, leaf: &Leaf, hist: &[f64]) -> Option<Split> {
+        let md = self.cfg.max_depth();
+        if md > 0 && leaf.depth >= md as u32 {
+            return None;
+        }
+        best_split(hist, &view.data, &g.features, leaf.sums, &self.rules())
+    }
+
+    /// Consumes the full histogram of the asked-for leaf (`hist_len` long,
+    /// kept or returned to the pool); returns whether the round ended.
+    pub fn step(
+        &mut self,
+        view: &GroupView<'_>,
+        hist: Vec<f64>,
+        scratch: &mut StepScratch,
+    ) -> bool {
+        let StepScratch { pool, tmp, .. } = scratch;
+        let mut g = match self.grow.take() {
+            None => {
+                let features = round_features(
+                    view.data.d,
+                    self.cfg.feature_fraction(),
+                    self.seed,
+                    self.round,
+                );
+                let buf = hist;
+                let sums = totals(&buf, &view.data, view.data.rows());
+                let mut g = Grow {
+                    tree: BinTree::new(),
+                    leaves: vec![Leaf {
+                        begin: 0,
+                        count: view.data.rows(),
+                        sums,
+                        depth: 0,
+                        hist: None,
+                        split: None,
+                    }],
+                    pending: (0, 0),
+                    features,
+                    gains: Vec::new(),
+                };
+                let split = self.find(view, &g, &g.leaves[0], &buf);
+                if split.is_some() {
+                    g.leaves[0].hist = Some(buf);
+                } else {
+                    pool.put(buf);
+                }
+                g.leaves[0].split = split;
+                g
+            }
+            Some(mut g) => {
+                let (small, large) = g.pending;
+                let mut parent = g.leaves[large].hist.take().expect("parent histogram");
+                subtract(&mut parent, &hist);
+                let own = hist;
+                for (leaf, buf) in [(small, own), (large, parent)] {
+                    let split = self.find(view, &g, &g.leaves[leaf], &buf);
+                    if split.is_some() {
+                        g.leaves[leaf].hist = Some(buf);
+                    } else {
+                        pool.put(buf);
+                    }
+                    g.leaves[leaf].split = split;
+                }
+                g
+            }
+        };
+        // The leaf to split next: the largest gain (first on ties).
+        let mut next: Option<usize> = None;
+        if g.leaves.len() < self.cfg.num_leaves() as usize {
+            for (i, l) in g.leaves.iter().enumerate() {
+                if let Some(s) = &l.split {
+                    if next.map_or(true, |b| s.gain > g.leaves[b].split.unwrap().gain) {
+                        next = Some(i);
+                    }
+                }
+            }
+        }
+        let Some(l) = next else {
+            self.finish_round(view, g, pool);
+            return true;
+        };
+        let s = g.leaves[l].split.take().unwrap();
+        let (begin, count) = (g.leaves[l].begin, g.leaves[l].count);
+        let nan_bin = view.data.n_bins(s.feature) - 1;
+        let new_leaf = g.tree.split(l, s.feature, s.bin, nan_bin, s.default_left);
+        let node = g.tree.feature.len() - 1;
+        // Stable partition of the leaf's rows: left in place, right after.
+        let col = view.data.col(s.feature);
+        let rows = &mut self.order[begin..begin + count];
+        tmp.clear();
+        let mut w = 0;
+        for i in 0..rows.len() {
+            let r = rows[i];
+            let b = col[r as usize] as usize;
+            if g.tree.goes_left(node, b) {
+                rows[w] = r;
+                w += 1;
+            } else {
+                tmp.push(r);
+            }
+        }
+        rows[w..].copy_from_slice(tmp);
+        let depth = g.leaves[l].depth + 1;
+        let parent_hist = g.leaves[l].hist.take();
+        g.leaves[l] = Leaf {
+            begin,
+            count: w,
+            sums: Sums {
+                n: w as f64,
+                ..s.left
+            },
+            depth,
+            hist: None,
+            split: None,
+        };
+        g.leaves.push(Leaf {
+            begin: begin + w,
+            count: count - w,
+            sums: Sums {
+                n: (count - w) as f64,
+                ..s.right
+            },
+            depth,
+            hist: None,
+            split: None,
+        });
+        let (small, large) = if w <= count - w {
+            (l, new_leaf)
+        } else {
+            (new_leaf, l)
+        };
+        g.leaves[large].hist = parent_hist;
+        g.pending = (small, large);
+        g.gains.push((s.feature as u32, s.gain));
+        self.grow = Some(g);
+        false
+    }
+
+    fn finish_round(&mut self, view: &GroupView<'_>, mut g: Grow, pool: &mut HistPool) {
+        for l in g.leaves.iter_mut() {
+            if let Some(h) = l.hist.take() {
+                pool.put(h);
+            }
+        }
+        if g.leaves.len() <= 1 {
+            // No split possible: boosting ends (LightGBM stops here too).
+            self.end();
+            return;
+        }
+        let rules = self.rules();
+        let lr = self.cfg.learning_rate();
+        let values: Vec<f64> = g.leaves.iter().map(|l| rules.value(l.sums) * lr).collect();
+        for (l, &v) in g.leaves.iter().zip(&values) {
+            for &r in &self.order[l.begin..l.begin + l.count] {
+                self.scores[r as usize] += v;
+            }
+        }
+        gradients(self.task, &self.scores, view.y, &mut self.gh);
+        let d = view.data.d;
+        if !view.valid_y.is_empty() {
+            for (i, s) in self.valid_scores.iter_mut().enumerate() {
+                *s += values[g.tree.leaf_of(&view.valid_bins[i * d..(i + 1) * d])];
+            }
+        }
+        let tree = g.tree.finish(|f, b| view.mappers[f].upper[b], values);
+        self.trees.push(tree);
+        self.gains.push(g.gains);
+        self.round += 1;
+        let es = self.cfg.early_stopping_rounds() as usize;
+        if es > 0 && !view.valid_y.is_empty() {
+            let m = metric(self.task, view.valid_y, &self.valid_scores);
+            match self.best {
+                Some((b, _)) if m >= b => {
+                    if self.trees.len() - self.best.unwrap().1 >= es {
+                        self.end();
+                        return;
+                    }
+                }
+                _ => self.best = Some((m, self.trees.len())),
+            }
+        }
+        if self.round >= self.cfg.rounds() {
+            self.end();
+        }
+    }
+
+    fn end(&mut self) {
+        self.done = true;
+        if let Some((_, k)) = self.best {
+            self.trees.truncate(k);
+            self.gains.truncate(k);
+        }
+        self.gh = Vec::new();
+        self.scores = Vec::new();
+        self.order = Vec::new();
+        self.valid_scores = Vec::new();
+    }
+
+    /// The fitted model (call when done).
+    pub fn model(&self, view: &GroupView<'_>) -> GbdtModel {
+        let d = view.data.d;
+        let mut importance = vec![0.0; d];
+        for t in &self.gains {
+            for &(f, gain) in t {
+                importance[f as usize] += gain;
+            }
+        }
+        GbdtModel {
+            init: self.init,
+            trees: self.trees.clone(),
+            importance,
+            bins: view.mappers.iter().map(|m| m.value_bins() as u32).collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gbdt::GbdtParams;
+
+    /// Bins and offsets for one feature of the given bins per row.
+    fn view<'a>(
+        bins: &'a [u8],
+        offsets: &'a [u32],
+        y: &'a [f64],
+        mappers: &'a [BinMapper],
+    ) -> GroupView<'a> {
+        GroupView {
+            data: BinnedGroup {
+                d: 1,
+                n: bins.len(),
+                bins,
+                offsets,
+            },
+            y,
+            mappers,
+            valid_bins: &[],
+            valid_y: &[],
+        }
+    }
+
+    #[test]
+    fn one_regression_round_by_hand() {
+        // x in bins 0,0,1,1,2,2 (uppers 1.5, 2.5, inf); y = 1,1,1,1,7,7.
+        // init = mean = 3; gradients s - y = 2,2,2,2,-4,-4; hessians 1.
+        // Split t=1: L (8, 4) R (-8, 2): 64/4 + 64/2 - 0 = 48 (t=0: 16/2+16/4=12).
+        // Leaf values: -8/4*0.1 = -0.2, 8/2*0.1 = 0.4.
+        let bins = [0u8, 0, 1, 1, 2, 2];
+        let offsets = [0u32, 4];
+        let y = [1.0, 1.0, 1.0, 1.0, 7.0, 7.0];
+        let mappers = [BinMapper {
+            upper: vec![1.5, 2.5, f64::INFINITY],
+        }];
+        let v = view(&bins, &offsets, &y, &mappers);
+        let cfg = GbdtParams::new()
+            .rounds(1)
+            .min_data_in_leaf(1)
+            .num_leaves(2)
+            .check()
+            .unwrap();
+        let mut b = Booster::new(Task::Regression, cfg, 0, &v);
+        assert_eq!(b.init, 3.0);
+        b.run_round(&v, &mut StepScratch::default(), None);
+        assert!(b.is_done());
+        let m = b.model(&v);
+        assert_eq!(m.trees.len(), 1);
+        let t = &m.trees[0];
+        assert_eq!(t.threshold, vec![2.5]);
+        assert!((t.leaf_value[0] + 0.2).abs() < 1e-12);
+        assert!((t.leaf_value[1] - 0.4).abs() < 1e-12);
+        assert_eq!(m.importance, vec![48.0]);
+        assert!((m.raw(&[1.0]) - 2.8).abs() < 1e-12);
+        assert!((m.raw(&[3.0]) - 3.4).abs() < 1e-12);
+    }
+
+    #[test]
+    fn binary_start_and_min_data_stop() {
+        // y = 1,0,0,0: init = ln(0.25/0.75); 4 rows < 2*min_data=20: no split, boosting ends.
+        let bins = [0u8, 1, 2, 3];
+        let offsets = [0u32, 5];
+        let y = [1.0, 0.0, 0.0, 0.0];
+        let mappers = [BinMapper {
+            upper: vec![0.5, 1.5, 2.5, f64::INFINITY],
+        }];
+        let v = view(&bins, &offsets, &y, &mappers);
+        let cfg = GbdtParams::new().check().unwrap();
+        let mut b = Booster::new(Task::Binary, cfg, 0, &v);
+        assert!((b.init - (1.0f64 / 3.0).ln()).abs() < 1e-12);
+        // gradient p - y with p = 0.25; hessian p (1 - p)
+        assert_eq!(b.gh[0], [-0.75f32, 0.1875]);
+        b.run_round(&v, &mut StepScratch::default(), None);
+        assert!(b.is_done());
+        assert!(b.model(&v).trees.is_empty());
+    }
+
+    #[test]
+    fn feature_sampling_depends_on_seed_and_round_only() {
+        let a = round_features(10, 0.5, 3, 1);
+        assert_eq!(a.len(), 5);
+        assert_eq!(a, round_features(10, 0.5, 3, 1));
+        assert_eq!(round_features(10, 1.0, 3, 1), (0..10).collect::<Vec<_>>());
+        assert_eq!(round_features(10, 0.01, 3, 1).len(), 1);
+    }
+}

@@ -1,0 +1,549 @@
+//! Every (group, config) booster of every group fitted together.
+//!
+//! [`GbdtLayout`] bins each group's training rows once per distinct
+//! `max_bin` of the grid (the configs of a group share its bins): one `u8`
+//! per row and feature, row-major, rows of a group contiguous (group-sorted),
+//! the global pseudo-group (every training row, global bins) after the
+//! groups. Validation rows are binned with their group's bins for early
+//! stopping.
+//!
+//! [`GbdtPass`] plugs the boosters into the pass driver
+//! ([`crate::exec::run_passes`]) with the partial-step API unchanged:
+//!
+//! * a *whole-group* shard (the worker sees every row of the group) runs one
+//!   full boosting round of each active booster in `accumulate` — every
+//!   histogram of the round built from the group's bins on that worker, the
+//!   smaller child scanned and the larger one obtained by subtraction;
+//! * a shard of a group *cut* over workers adds the rows of its range into
+//!   the histogram of the leaf each booster asks for (`accumulate`); the
+//!   driver adds the partial histograms in row order and `apply` takes one
+//!   split step with the full histogram.
+//!
+//! Both paths run the same [`Booster`] steps, so every strategy grows the same
+//! trees (up to the summation order of histogram partials). The statistics
+//! buffer of a unit is one histogram; groups are run in classes of similar
+//! histogram size so small groups do not carry the largest group's buffer.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use super::binning::BinMapper;
+use super::booster::{Booster, GroupView, StepScratch};
+use super::histogram::{BinnedGroup, STRIDE};
+use super::{GbdtConfig, GbdtModel};
+use crate::data::Column;
+use crate::exec::{run_passes, trace, PassFamily, PassProgress, RunReport};
+use crate::family::TrainData;
+
+/// The binned rows of every group for one `max_bin`.
+#[derive(Debug, Clone)]
+pub struct GbdtLayout {
+    d: usize,
+    bins: Vec<u8>,
+    y: Vec<f64>,
+    /// Row boundaries, `n_groups + 2` entries (the last group is the global one).
+    starts: Vec<usize>,
+    /// Histogram offsets, `d + 1` per group.
+    offsets: Vec<u32>,
+    mappers: Vec<Vec<BinMapper>>,
+    valid_bins: Vec<u8>,
+    valid_y: Vec<f64>,
+    valid_starts: Vec<usize>,
+}
+
+/// Splits `0..n` into up to `parts` contiguous ranges of about equal `weight`.
+fn chunks(n: usize, parts: usize, weight: impl Fn(usize) -> usize) -> Vec<Range<usize>> {
+    let total: usize = (0..n).map(&weight).sum::<usize>().max(1);
+    let parts = parts.max(1);
+    let mut out = Vec::new();
+    let (mut start, mut acc) = (0, 0);
+    for i in 0..n {
+        acc += weight(i);
+        if acc * parts >= total * (out.len() + 1) && out.len() + 1 < parts {
+            out.push(start..i + 1);
+            start = i + 1;
+        }
+    }
+    out.push(start..n);
+    out
+}
+
+/// Positions of `keys` sorted by key (counting sort), with boundaries.
+fn bucket(keys: impl Iterator<Item = usize> + Clone, k: usize) -> (Vec<u32>, Vec<usize>) {
+    let mut starts = vec![0usize; k + 1];
+    for g in keys.clone() {
+        starts[g + 1] += 1;
+    }
+    for g in 0..k {
+        starts[g + 1] += starts[g];
+    }
+    let mut cur = starts.clone();
+    let mut pos = vec![0u32; starts[k]];
+    for (i, g) in keys.enumerate() {
+        pos[cur[g]] = i as u32;
+        cur[g] += 1;
+    }
+    (pos, starts)
+}
+
+struct GroupBins {
+    mappers: Vec<BinMapper>,
+    bins: Vec<u8>,
+    valid_bins: Vec<u8>,
+}
+
+fn bin_group(
+    columns: &[Column],
+    rows: &[u32],
+    valid_columns: &[Column],
+    valid_rows: &[u32],
+    max_bin: usize,
+    keys: &mut Vec<u64>,
+) -> GroupBins {
+    let d = columns.len();
+    let mut bins = vec![0u8; rows.len() * d];
+    let mut valid_bins = vec![0u8; valid_rows.len() * d];
+    let mut mappers = Vec::with_capacity(d);
+    for j in 0..d {
+        let m = crate::with_values!(columns[j], |v| BinMapper::fit(
+            rows.iter().map(|&r| v[r as usize] as f64),
+            max_bin,
+            keys
+        ));
+        crate::with_values!(columns[j], |v| for (i, &r) in rows.iter().enumerate() {
+            bins[j * rows.len() + i] = m.bin(v[r as usize] as f64) as u8;
+        });
+        crate::with_values!(
+            valid_columns[j],
+            |v| for (i, &r) in valid_rows.iter().enumerate() {
+                valid_bins[i * d + j] = m.bin(v[r as usize] as f64) as u8;
+            }
+        );
+        mappers.push(m);
+    }
+    GroupBins {
+        mappers,
+        bins,
+        valid_bins,
+    }
+}
+
+impl GbdtLayout {
+    /// Bins the training and validation rows of every group with `fit` set
+    /// (groups not fitted get no rows), `max_bin` value bins at most.
+    pub fn build(input: &TrainData<'_>, max_bin: usize) -> GbdtLayout {
+        let d = input.columns.len();
+        let ng = input.n_groups;
+        let n_all = ng + 1;
+        // Training rows (as table indices) per group, then the global group.
+        let (pos, tstarts) = bucket(input.group_of.iter().map(|&g| g as usize), ng);
+        let unit_rows = |g: usize| -> Vec<u32> {
+            if !input.fit[g] {
+                return Vec::new();
+            }
+            if g == ng {
+                input.rows.to_vec()
+            } else {
+                pos[tstarts[g]..tstarts[g + 1]]
+                    .iter()
+                    .map(|&p| input.rows[p as usize])
+                    .collect()
+            }
+        };
+        let (vpos, vstarts) = bucket(
+            input.valid.gid.iter().map(|g| g.map_or(ng, |g| g as usize)),
+            ng + 1,
+        );
+        let valid_rows = |g: usize| -> Vec<u32> {
+            if !input.fit[g] {
+                return Vec::new();
+            }
+            if g == ng {
+                input.valid.idx.to_vec()
+            } else {
+                vpos[vstarts[g]..vstarts[g + 1]]
+                    .iter()
+                    .map(|&p| input.valid.idx[p as usize])
+                    .collect()
+            }
+        };
+        let weight = |g: usize| {
+            if !input.fit[g] {
+                0
+            } else if g == ng {
+                input.rows.len()
+            } else {
+                tstarts[g + 1] - tstarts[g]
+            }
+        };
+        let parts = chunks(n_all, input.threads, weight);
+        let work = |r: Range<usize>| -> Vec<(Vec<f64>, Vec<f64>, GroupBins)> {
+            let mut keys = Vec::new();
+            r.map(|g| {
+                let tr = unit_rows(g);
+                let va = valid_rows(g);
+                let gb = bin_group(
+                    input.columns,
+                    &tr,
+                    input.valid.columns,
+                    &va,
+                    max_bin,
+                    &mut keys,
+                );
+                let y = tr.iter().map(|&i| input.target[i as usize]).collect();
+                let vy = va.iter().map(|&i| input.valid.target[i as usize]).collect();
+                (y, vy, gb)
+            })
+            .collect()
+        };
+        let per_group: Vec<(Vec<f64>, Vec<f64>, GroupBins)> = if parts.len() == 1 {
+            work(0..n_all)
+        } else {
+            std::thread::scope(|s| {
+                let hs: Vec<_> = parts
+                    .iter()
+                    .map(|r| {
+                        let r = r.clone();
+                        let work = &work;
+                        s.spawn(move || work(r))
+                    })
+                    .collect();
+                hs.into_iter()
+                    .flat_map(|h| h.join().expect("binning thread panicked"))
+                    .collect()
+            })
+        };
+        let mut out = GbdtLayout {
+            d,
+            bins: Vec::new(),
+            y: Vec::new(),
+            starts: vec![0],
+            offsets: Vec::with_capacity(n_all * (d + 1)),
+            mappers: Vec::with_capacity(n_all),
+            valid_bins: Vec::new(),
+            valid_y: Vec::new(),
+            valid_starts: vec![0],
+        };
+        for (y, vy, gb) in per_group {
+            out.bins.extend_from_slice(&gb.bins);
+            out.y.extend_from_slice(&y);
+            out.starts.push(out.y.len());
+            out.valid_bins.extend_from_slice(&gb.valid_bins);
+            out.valid_y.extend_from_slice(&vy);
+            out.valid_starts.push(out.valid_y.len());
+            let mut o = 0u32;
+            out.offsets.push(0);
+            for m in &gb.mappers {
+                o += m.n_bins() as u32;
+                out.offsets.push(o);
+            }
+            out.mappers.push(gb.mappers);
+        }
+        out
+    }
+
+    /// Groups including the global pseudo-group.
+    pub fn n_units_groups(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    /// Rows of group `g` in the layout.
+    pub fn range(&self, g: usize) -> Range<usize> {
+        self.starts[g]..self.starts[g + 1]
+    }
+
+    /// What a booster of group `g` reads.
+    pub fn view(&self, g: usize) -> GroupView<'_> {
+        let d = self.d;
+        let r = self.range(g);
+        let v = self.valid_starts[g]..self.valid_starts[g + 1];
+        GroupView {
+            data: BinnedGroup {
+                d,
+                n: r.len(),
+                bins: &self.bins[r.start * d..r.end * d],
+                offsets: &self.offsets[g * (d + 1)..(g + 1) * (d + 1)],
+            },
+            y: &self.y[r],
+            mappers: &self.mappers[g],
+            valid_bins: &self.valid_bins[v.start * d..v.end * d],
+            valid_y: &self.valid_y[v],
+        }
+    }
+
+    /// Histogram length of group `g` in `f64`s.
+    pub fn hist_len(&self, g: usize) -> usize {
+        let d = self.d;
+        STRIDE * self.offsets[g * (d + 1) + d] as usize
+    }
+}
+
+/// The gbdt family over one layout. Each booster is a pass-driver group of
+/// its own (its rows are its data group's rows), so the planner places the
+/// boosters of one large group, or of the global model, on different workers.
+pub struct GbdtPass<'a> {
+    layout: &'a GbdtLayout,
+    /// The data group of each driver group.
+    owner: Vec<usize>,
+    stats_len: usize,
+    /// Thread-nanoseconds building histograms (traced runs only).
+    hist_ns: AtomicU64,
+    /// Thread-nanoseconds in `accumulate` (traced runs only).
+    round_ns: AtomicU64,
+}
+
+impl GbdtPass<'_> {
+    fn local(&self, group: usize, rows: &Range<usize>) -> Range<usize> {
+        let s = self.layout.starts[self.owner[group]];
+        rows.start - s..rows.end - s
+    }
+}
+
+impl PassFamily for GbdtPass<'_> {
+    type Unit = Mutex<Booster>;
+    type Scratch = StepScratch;
+
+    fn stats_len(&self) -> usize {
+        self.stats_len
+    }
+
+    fn scratch(&self) -> StepScratch {
+        StepScratch::default()
+    }
+
+    fn is_active(&self, unit: &Mutex<Booster>) -> bool {
+        !unit.lock().unwrap().is_done()
+    }
+
+    fn accumulate(
+        &self,
+        group: usize,
+        units: &[(usize, &Mutex<Booster>)],
+        rows: Range<usize>,
+        out: &mut [f64],
+        scratch: &mut StepScratch,
+    ) {
+        let view = self.layout.view(self.owner[group]);
+        let local = self.local(group, &rows);
+        let tracing = trace();
+        if local.start == 0 && local.end == view.data.rows() {
+            // The whole group is here: one full round per booster.
+            let t = tracing.then(Instant::now);
+            let mut ns = 0u64;
+            for (_, u) in units {
+                let mut b = u.lock().unwrap();
+                b.run_round(&view, scratch, tracing.then_some(&mut ns));
+                b.ran_round = true;
+            }
+            if let Some(t) = t {
+                self.hist_ns.fetch_add(ns, Ordering::Relaxed);
+                self.round_ns
+                    .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            }
+        } else {
+            let t = tracing.then(Instant::now);
+            let len = self.stats_len;
+            let hl = view.data.hist_len();
+            for (i, (_, u)) in units.iter().enumerate() {
+                let b = u.lock().unwrap();
+                b.build(
+                    &view,
+                    local.clone(),
+                    &mut out[i * len..i * len + hl],
+                    &mut scratch.ordered,
+                );
+            }
+            if let Some(t) = t {
+                let ns = t.elapsed().as_nanos() as u64;
+                self.hist_ns.fetch_add(ns, Ordering::Relaxed);
+                self.round_ns.fetch_add(ns, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn combine(&self, into: &mut [f64], from: &[f64]) {
+        for (a, b) in into.iter_mut().zip(from) {
+            *a += b;
+        }
+    }
+
+    fn apply(
+        &self,
+        group: usize,
+        _k: usize,
+        unit: &mut Mutex<Booster>,
+        stats: &mut [f64],
+        scratch: &mut StepScratch,
+    ) {
+        let b = unit.get_mut().unwrap();
+        if b.ran_round {
+            b.ran_round = false;
+            return;
+        }
+        let view = self.layout.view(self.owner[group]);
+        let mut hist = scratch.pool.get(0);
+        hist.extend_from_slice(&stats[..view.data.hist_len()]);
+        b.step(&view, hist, scratch);
+    }
+}
+
+/// One fitted booster.
+#[derive(Debug, Clone)]
+pub struct FittedBooster {
+    /// The model.
+    pub model: GbdtModel,
+    /// Trees kept.
+    pub rounds: usize,
+}
+
+/// Fits every config of every group with `fit[g]` set (and the global model,
+/// `fit[n_groups]`); returns, per group, one [`FittedBooster`] per config
+/// (empty for groups not fitted).
+pub fn fit_grouped(
+    input: &TrainData<'_>,
+    configs: &[GbdtConfig],
+    progress: &mut dyn FnMut(PassProgress),
+) -> (Vec<Vec<FittedBooster>>, RunReport) {
+    let n_all = input.n_groups + 1;
+    let mut out: Vec<Vec<Option<FittedBooster>>> = (0..n_all)
+        .map(|g| {
+            if input.fit[g] {
+                vec![None; configs.len()]
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    let total_units = input.fit.iter().filter(|&&f| f).count() * configs.len();
+    let mut done_units = 0;
+    let mut report = RunReport {
+        strategy: input.strategy,
+        passes: 0,
+        passes_s: 0.0,
+    };
+    let mut strategy_rows = 0usize;
+    let mut max_bins: Vec<u32> = configs.iter().map(|c| c.max_bin()).collect();
+    max_bins.sort_unstable();
+    max_bins.dedup();
+    let (mut hist_s, mut round_s, mut bin_s) = (0.0, 0.0, 0.0);
+    for mb in max_bins {
+        let ks: Vec<usize> = (0..configs.len())
+            .filter(|&k| configs[k].max_bin() == mb)
+            .collect();
+        let t = Instant::now();
+        let layout = GbdtLayout::build(input, mb as usize);
+        bin_s += t.elapsed().as_secs_f64();
+        // Classes of groups by histogram size (powers of two).
+        let mut classes: Vec<usize> = (0..n_all)
+            .filter(|&g| input.fit[g])
+            .map(|g| layout.hist_len(g).next_power_of_two())
+            .collect();
+        classes.sort_unstable();
+        classes.dedup();
+        let rows: Vec<Range<usize>> = (0..n_all).map(|g| layout.range(g)).collect();
+        for class in classes.into_iter().rev() {
+            let members: Vec<bool> = (0..n_all)
+                .map(|g| input.fit[g] && layout.hist_len(g).next_power_of_two() == class)
+                .collect();
+            let stats_len = (0..n_all)
+                .filter(|&g| members[g])
+                .map(|g| layout.hist_len(g))
+                .max()
+                .unwrap_or(0);
+            // One driver group per (data group, config) booster.
+            let mut owner = Vec::new();
+            let mut config_of = Vec::new();
+            let mut units: Vec<Vec<Mutex<Booster>>> = Vec::new();
+            let mut drows: Vec<Range<usize>> = Vec::new();
+            for g in (0..n_all).filter(|&g| members[g]) {
+                let view = layout.view(g);
+                for &k in &ks {
+                    owner.push(g);
+                    config_of.push(k);
+                    drows.push(rows[g].clone());
+                    units.push(vec![Mutex::new(Booster::new(
+                        input.task, configs[k], input.seed, &view,
+                    ))]);
+                }
+            }
+            let n_units = units.len();
+            let class_rows: usize = drows.iter().map(|r| r.len()).sum();
+            let family = GbdtPass {
+                layout: &layout,
+                owner,
+                stats_len,
+                hist_ns: AtomicU64::new(0),
+                round_ns: AtomicU64::new(0),
+            };
+            let max_rounds = ks
+                .iter()
+                .map(|&k| configs[k].rounds() as usize)
+                .max()
+                .unwrap_or(1);
+            let max_leaves = ks
+                .iter()
+                .map(|&k| configs[k].num_leaves() as usize)
+                .max()
+                .unwrap_or(2);
+            let base = report.passes;
+            let (units, r) = run_passes(
+                &family,
+                units,
+                &drows,
+                input.strategy,
+                input.threads,
+                max_rounds * (max_leaves + 1) + 1,
+                &mut |p| {
+                    progress(PassProgress {
+                        pass: base + p.pass,
+                        active: total_units - done_units - (p.total - p.active),
+                        total: total_units,
+                    })
+                },
+            );
+            done_units += n_units;
+            report.passes += r.passes;
+            report.passes_s += r.passes_s;
+            hist_s += family.hist_ns.load(Ordering::Relaxed) as f64 * 1e-9;
+            round_s += family.round_ns.load(Ordering::Relaxed) as f64 * 1e-9;
+            if class_rows >= strategy_rows {
+                strategy_rows = class_rows;
+                report.strategy = r.strategy;
+            }
+            for (i, us) in units.into_iter().enumerate() {
+                let g = family.owner[i];
+                let view = layout.view(g);
+                let b = us.into_iter().next().unwrap().into_inner().unwrap();
+                out[g][config_of[i]] = Some(FittedBooster {
+                    rounds: b.rounds(),
+                    model: b.model(&view),
+                });
+            }
+        }
+    }
+    if trace() {
+        let worker_s = report.passes_s * input.threads as f64;
+        eprintln!(
+            "[groupfit] gbdt: binning {:.1} ms; in passes {:.2} s x {} workers = {:.2} thread-s: \
+             histogram building {:.2} thread-s ({:.0}%), rest of the boosting steps {:.2} thread-s",
+            bin_s * 1e3,
+            report.passes_s,
+            input.threads,
+            worker_s,
+            hist_s,
+            100.0 * hist_s / worker_s.max(1e-12),
+            round_s - hist_s,
+        );
+    }
+    let fitted = out
+        .into_iter()
+        .map(|us| {
+            us.into_iter()
+                .map(|u| u.expect("every unit fitted"))
+                .collect()
+        })
+        .collect();
+    (fitted, report)
+}

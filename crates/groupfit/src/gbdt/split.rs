@@ -1,0 +1,272 @@
+//! The best split of a leaf, read from its histogram.
+//!
+//! For a threshold bin `t` of feature `j`, rows with a value bin `<= t` go
+//! left. Missing values (the NaN bin) are tried on both sides and the better
+//! side becomes the split's default direction; when the leaf has no missing
+//! value of `j`, missing values later follow the side with more rows. The gain
+//! is LightGBM's (no L1, no `min_gain_to_split`):
+//!
+//! ```text
+//! G_L² / (H_L + λ) + G_R² / (H_R + λ) − G² / (H + λ)      (must be > 0)
+//! ```
+//!
+//! with both sides holding at least `min_data_in_leaf` rows and
+//! `min_sum_hessian_in_leaf` hessian. As in LightGBM, the row count of a side
+//! is estimated from its hessian for this check (each bin counts
+//! `round(hessian * rows / hessian of the leaf)`), which is exact when every
+//! hessian is equal (squared error) and LightGBM's rule otherwise. A leaf's value is `−G / (H + λ)`
+//! (times the learning rate).
+
+use super::histogram::{BinnedGroup, STRIDE};
+
+/// Gradient, hessian and row sums.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Sums {
+    /// Sum of gradients.
+    pub g: f64,
+    /// Sum of hessians.
+    pub h: f64,
+    /// Rows.
+    pub n: f64,
+}
+
+impl Sums {
+    fn add(self, o: Sums) -> Sums {
+        Sums {
+            g: self.g + o.g,
+            h: self.h + o.h,
+            n: self.n + o.n,
+        }
+    }
+    fn sub(self, o: Sums) -> Sums {
+        Sums {
+            g: self.g - o.g,
+            h: self.h - o.h,
+            n: self.n - o.n,
+        }
+    }
+    /// Gradient and hessian of one bin (no row count: see the module docs).
+    #[inline]
+    fn at(hist: &[f64], bin: usize) -> Sums {
+        let i = STRIDE * bin;
+        Sums {
+            g: hist[i],
+            h: hist[i + 1],
+            n: 0.0,
+        }
+    }
+}
+
+/// The split constraints of one config.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules {
+    /// Fewest rows per side.
+    pub min_data: f64,
+    /// Smallest hessian per side.
+    pub min_hess: f64,
+    /// L2 penalty.
+    pub lambda: f64,
+}
+
+impl Rules {
+    /// `G² / (H + λ)`.
+    #[inline]
+    pub fn gain(&self, s: Sums) -> f64 {
+        s.g * s.g / (s.h + self.lambda)
+    }
+    /// `−G / (H + λ)`.
+    pub fn value(&self, s: Sums) -> f64 {
+        let v = -s.g / (s.h + self.lambda);
+        if v.is_finite() {
+            v
+        } else {
+            0.0
+        }
+    }
+    /// Whether a side with sums `s` and (estimated) row count `n` may be a leaf.
+    #[inline]
+    fn ok(&self, s: Sums, n: f64) -> bool {
+        n >= self.min_data && s.h >= self.min_hess
+    }
+}
+
+/// A chosen split.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Split {
+    /// Feature.
+    pub feature: usize,
+    /// Value bins `<= bin` go left.
+    pub bin: usize,
+    /// Where missing values go.
+    pub default_left: bool,
+    /// Gain (> 0).
+    pub gain: f64,
+    /// Sums of the left child.
+    pub left: Sums,
+    /// Sums of the right child.
+    pub right: Sums,
+}
+
+/// The total sums of a leaf of `rows` rows, read off its histogram (feature 0's bins).
+pub fn totals(hist: &[f64], data: &BinnedGroup<'_>, rows: usize) -> Sums {
+    let mut s = Sums::default();
+    for b in 0..data.n_bins(0) {
+        s = s.add(Sums::at(hist, b));
+    }
+    s.n = rows as f64;
+    s
+}
+
+/// The best split of a leaf with sums `total` (`total.n` its row count) over `features`, if any has
+/// positive gain under `rules`. Ties keep the first (lowest feature, lowest
+/// bin, missing right before left).
+pub fn best_split(
+    hist: &[f64],
+    data: &BinnedGroup<'_>,
+    features: &[usize],
+    total: Sums,
+    rules: &Rules,
+) -> Option<Split> {
+    if total.n < 2.0 * rules.min_data {
+        return None;
+    }
+    let parent = rules.gain(total);
+    let mut best: Option<Split> = None;
+    let mut best_gain = 0.0;
+    for &j in features {
+        let off = data.offsets[j] as usize;
+        let nb = data.n_bins(j) - 1; // value bins
+        let h = &hist[STRIDE * off..STRIDE * (off + nb + 1)];
+        let nan = Sums::at(h, nb);
+        let has_nan = nan.h > 0.0 || nan.g != 0.0;
+        let last = if has_nan { nb } else { nb - 1 };
+        let cnt_factor = total.n / total.h;
+        let est = |s: Sums| (s.h * cnt_factor + 0.5).floor();
+        let nan_est = est(nan);
+        let mut acc = Sums::default();
+        let mut acc_est = 0.0;
+        for t in 0..last {
+            let b = Sums::at(h, t);
+            acc = acc.add(b);
+            acc_est += est(b);
+            acc.n = acc_est;
+            // Missing values right.
+            let (l, r) = (acc, total.sub(acc));
+            if rules.ok(l, acc_est) && rules.ok(r, total.n - acc_est) {
+                let gain = rules.gain(l) + rules.gain(r) - parent;
+                if gain > best_gain {
+                    best_gain = gain;
+                    best = Some(Split {
+                        feature: j,
+                        bin: t,
+                        default_left: if has_nan { false } else { l.n >= r.n },
+                        gain,
+                        left: l,
+                        right: r,
+                    });
+                }
+            }
+            // Missing values left.
+            if has_nan && t + 1 < nb {
+                let mut l = acc.add(nan);
+                let l_est = acc_est + nan_est;
+                l.n = l_est;
+                let r = total.sub(l);
+                if rules.ok(l, l_est) && rules.ok(r, total.n - l_est) {
+                    let gain = rules.gain(l) + rules.gain(r) - parent;
+                    if gain > best_gain {
+                        best_gain = gain;
+                        best = Some(Split {
+                            feature: j,
+                            bin: t,
+                            default_left: true,
+                            gain,
+                            left: l,
+                            right: r,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(min_data: f64) -> Rules {
+        Rules {
+            min_data,
+            min_hess: 1e-3,
+            lambda: 0.0,
+        }
+    }
+
+    #[test]
+    fn gain_and_values_by_hand() {
+        // One feature, 3 value bins + NaN, 2 rows each. Bins: (g, h)
+        // b0: (-4, 2)  b1: (-2, 2)  b2: (6, 2)  NaN: (0, 0)
+        let offsets = [0u32, 4];
+        let bins = [0u8; 0];
+        let data = BinnedGroup {
+            d: 1,
+            n: 6,
+            bins: &bins,
+            offsets: &offsets,
+        };
+        let hist = [-4.0, 2.0, -2.0, 2.0, 6.0, 2.0, 0.0, 0.0];
+        let total = totals(&hist, &data, 6);
+        assert_eq!(
+            total,
+            Sums {
+                g: 0.0,
+                h: 6.0,
+                n: 6.0
+            }
+        );
+        // t=0: L=(-4,2) R=(4,4): 16/2 + 16/4 - 0 = 12
+        // t=1: L=(-6,4) R=(6,2): 36/4 + 36/2 = 27  <- best
+        let s = best_split(&hist, &data, &[0], total, &rules(1.0)).unwrap();
+        assert_eq!((s.bin, s.gain), (1, 27.0));
+        assert!(s.default_left, "no missing values: the side with more rows");
+        let r = rules(1.0);
+        assert_eq!(r.value(s.left), 1.5);
+        assert_eq!(r.value(s.right), -3.0);
+        // lambda = 2: t=1: 36/6 + 36/4 - 0 = 15; t=0: 16/4 + 16/6 = 6.67
+        let l2 = Rules { lambda: 2.0, ..r };
+        let s = best_split(&hist, &data, &[0], total, &l2).unwrap();
+        assert_eq!((s.bin, s.gain), (1, 15.0));
+        assert_eq!(l2.value(s.right), -1.5); // -6 / (2 + 2)
+                                             // min_data 3: t=0 leaves 2 | 4 rows, t=1 leaves 4 | 2: no split
+        assert!(best_split(&hist, &data, &[0], total, &rules(3.0)).is_none());
+    }
+
+    #[test]
+    fn missing_values_take_the_better_side() {
+        // b0: (-3,1) b1: (3,1) NaN: (-3,1), one row each; total (-3,3), 3 rows
+        let offsets = [0u32, 3];
+        let data = BinnedGroup {
+            d: 1,
+            n: 3,
+            bins: &[],
+            offsets: &offsets,
+        };
+        let hist = [-3.0, 1.0, 3.0, 1.0, -3.0, 1.0];
+        let total = totals(&hist, &data, 3);
+        // t=0, NaN right: L=(-3,1) R=(0,2): 9 + 0 - 3 = 6
+        // t=0, NaN left:  L=(-6,2) R=(3,1): 18 + 9 - 3 = 24  <- best
+        // t=1 (values left, NaN right): L=(0,2) R=(-3,1): 0 + 9 - 3 = 6
+        let s = best_split(&hist, &data, &[0], total, &rules(1.0)).unwrap();
+        assert_eq!((s.bin, s.default_left, s.gain), (0, true, 24.0));
+        assert_eq!(
+            s.left,
+            Sums {
+                g: -6.0,
+                h: 2.0,
+                n: 2.0
+            }
+        );
+    }
+}

@@ -1,0 +1,186 @@
+//! A fitted regression tree, stored as arrays (LightGBM's layout): internal
+//! node `i` sends a row left when `x[split_feature[i]] <= threshold[i]` (a
+//! missing value goes left when `default_left[i]`); a child `c >= 0` is an
+//! internal node, `c < 0` is the leaf `!c`. A tree with one leaf has no nodes.
+
+use serde::{Deserialize, Serialize};
+
+/// One tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tree {
+    /// Feature of each internal node.
+    pub split_feature: Vec<u32>,
+    /// Threshold of each internal node (`<=` goes left).
+    pub threshold: Vec<f64>,
+    /// Where a missing value goes at each internal node.
+    pub default_left: Vec<bool>,
+    /// Left child (`>= 0` node, `< 0` leaf `!c`).
+    pub left: Vec<i32>,
+    /// Right child.
+    pub right: Vec<i32>,
+    /// Value of each leaf (learning rate applied).
+    pub leaf_value: Vec<f64>,
+}
+
+impl Tree {
+    /// The leaf a row lands in.
+    pub fn leaf(&self, x: &[f64]) -> usize {
+        if self.split_feature.is_empty() {
+            return 0;
+        }
+        let mut i = 0i32;
+        while i >= 0 {
+            let n = i as usize;
+            let v = x[self.split_feature[n] as usize];
+            let go_left = if v.is_nan() {
+                self.default_left[n]
+            } else {
+                v <= self.threshold[n]
+            };
+            i = if go_left { self.left[n] } else { self.right[n] };
+        }
+        !i as usize
+    }
+
+    /// The tree's output for one row.
+    pub fn predict(&self, x: &[f64]) -> f64 {
+        self.leaf_value[self.leaf(x)]
+    }
+
+    /// Leaves.
+    pub fn n_leaves(&self) -> usize {
+        self.leaf_value.len()
+    }
+}
+
+/// A tree being grown, in bin space (`bin <= split_bin` goes left).
+#[derive(Debug, Clone, Default)]
+pub struct BinTree {
+    /// Feature of each internal node.
+    pub feature: Vec<u32>,
+    /// Threshold bin of each internal node.
+    pub bin: Vec<u16>,
+    /// The NaN bin of the node's feature (rows in it follow `default_left`).
+    pub nan_bin: Vec<u16>,
+    /// Default direction.
+    pub default_left: Vec<bool>,
+    /// Children as in [`Tree`].
+    pub left: Vec<i32>,
+    /// Right children.
+    pub right: Vec<i32>,
+    /// For each leaf, its parent node and whether it is the left child (`None` for the root).
+    pub leaf_parent: Vec<Option<(usize, bool)>>,
+}
+
+impl BinTree {
+    /// A tree of one leaf.
+    pub fn new() -> Self {
+        BinTree {
+            leaf_parent: vec![None],
+            ..BinTree::default()
+        }
+    }
+
+    /// Splits `leaf`: it becomes the left child, the new leaf (returned) the right.
+    pub fn split(
+        &mut self,
+        leaf: usize,
+        feature: usize,
+        bin: usize,
+        nan_bin: usize,
+        default_left: bool,
+    ) -> usize {
+        let node = self.feature.len();
+        let new_leaf = self.leaf_parent.len();
+        self.feature.push(feature as u32);
+        self.bin.push(bin as u16);
+        self.nan_bin.push(nan_bin as u16);
+        self.default_left.push(default_left);
+        self.left.push(!(leaf as i32));
+        self.right.push(!(new_leaf as i32));
+        if let Some((p, is_left)) = self.leaf_parent[leaf] {
+            if is_left {
+                self.left[p] = node as i32;
+            } else {
+                self.right[p] = node as i32;
+            }
+        }
+        self.leaf_parent[leaf] = Some((node, true));
+        self.leaf_parent.push(Some((node, false)));
+        new_leaf
+    }
+
+    /// Whether a row with bin `b` at node `n` goes left.
+    #[inline]
+    pub fn goes_left(&self, n: usize, b: usize) -> bool {
+        if b == self.nan_bin[n] as usize {
+            self.default_left[n]
+        } else {
+            b <= self.bin[n] as usize
+        }
+    }
+
+    /// The leaf of a row of bins (row-major, one per feature).
+    pub fn leaf_of(&self, bins: &[u8]) -> usize {
+        if self.feature.is_empty() {
+            return 0;
+        }
+        let mut i = 0i32;
+        while i >= 0 {
+            let n = i as usize;
+            let b = bins[self.feature[n] as usize] as usize;
+            i = if self.goes_left(n, b) {
+                self.left[n]
+            } else {
+                self.right[n]
+            };
+        }
+        !i as usize
+    }
+
+    /// The fitted tree: thresholds are the upper bounds of the split bins.
+    pub fn finish(&self, upper: impl Fn(usize, usize) -> f64, leaf_value: Vec<f64>) -> Tree {
+        Tree {
+            split_feature: self.feature.clone(),
+            threshold: self
+                .feature
+                .iter()
+                .zip(&self.bin)
+                .map(|(&f, &b)| upper(f as usize, b as usize))
+                .collect(),
+            default_left: self.default_left.clone(),
+            left: self.left.clone(),
+            right: self.right.clone(),
+            leaf_value,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grown_tree_routes_like_its_fitted_form() {
+        // Root splits f0 at bin 1 (upper 2.5); the right leaf splits f1 at bin 0 (upper 0.0).
+        let mut t = BinTree::new();
+        let r = t.split(0, 0, 1, 3, false);
+        assert_eq!(r, 1);
+        let r2 = t.split(1, 1, 0, 2, true);
+        assert_eq!(r2, 2);
+        let upper = [
+            [1.5, 2.5, f64::INFINITY],
+            [0.0, f64::INFINITY, f64::INFINITY],
+        ];
+        let tree = t.finish(|f, b| upper[f][b], vec![10.0, 20.0, 30.0]);
+        assert_eq!(tree.predict(&[2.0, 5.0]), 10.0);
+        assert_eq!(tree.predict(&[3.0, -1.0]), 20.0);
+        assert_eq!(tree.predict(&[3.0, 1.0]), 30.0);
+        assert_eq!(tree.predict(&[f64::NAN, 1.0]), 30.0); // f0 missing: right
+        assert_eq!(tree.predict(&[3.0, f64::NAN]), 20.0); // f1 missing: left
+        assert_eq!(t.leaf_of(&[1, 1]), 0);
+        assert_eq!(t.leaf_of(&[3, 0]), 1); // f0 missing: right; f1 bin 0: left
+        assert_eq!(t.leaf_of(&[2, 1]), 2);
+        assert_eq!(t.leaf_of(&[2, 2]), 1); // f1 missing: left
+    }
+}
