@@ -22,6 +22,7 @@
 //!
 //! * [`data`] — Parquet ingest, group encoding, the group-sorted layout.
 //! * [`linear`] — the linear family: params, fitted model, Newton partial steps.
+//! * [`mlp`] — the MLP family: params, fitted model, mini-batch partial steps.
 //! * [`plan`] — work units, shards and the strategies that place them.
 //! * [`exec`] — the pass driver and the partial-step trait families implement.
 //! * [`tune`] — hyper-parameter grids.
@@ -38,6 +39,7 @@ pub mod exec;
 pub mod job;
 pub mod linear;
 pub mod metrics;
+pub mod mlp;
 pub mod plan;
 pub mod store;
 pub mod tune;
