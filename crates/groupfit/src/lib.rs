@@ -21,6 +21,7 @@
 //! ## Map of the crate
 //!
 //! * [`data`] — Parquet ingest, group encoding, the group-sorted layout.
+//! * [`family`] — the interface every model family implements.
 //! * [`linear`] — the linear family: params, fitted model, Newton partial steps.
 //! * [`mlp`] — the MLP family: params, fitted model, mini-batch partial steps.
 //! * [`plan`] — work units, shards and the strategies that place them.
@@ -36,6 +37,7 @@
 pub mod data;
 pub mod error;
 pub mod exec;
+pub mod family;
 pub mod job;
 pub mod linear;
 pub mod metrics;
