@@ -56,6 +56,8 @@ pub struct MlpInput<'a> {
     pub fit: &'a [bool],
     /// Per-feature replacement of NaN.
     pub impute: &'a [f64],
+    /// Threads to spread the work over.
+    pub threads: usize,
 }
 
 impl MlpData {
@@ -89,35 +91,87 @@ impl MlpData {
             }
         }
         let y: Vec<f32> = src.iter().map(|&r| inp.target[r as usize] as f32).collect();
-        let mut x = vec![0.0f32; total * d];
+        let threads = inp.threads.max(1);
+        // Per column (columns spread over threads): each group's mean and
+        // population standard deviation of the imputed values.
+        let column_stats = |j: usize| -> (Vec<f64>, Vec<f64>) {
+            let mut mean = vec![0.0; ng + 1];
+            let mut std = vec![1.0; ng + 1];
+            crate::with_values!(inp.columns[j], |v| {
+                let get = |r: u32| {
+                    let a = v[r as usize] as f64;
+                    if a.is_nan() {
+                        inp.impute[j]
+                    } else {
+                        a
+                    }
+                };
+                for g in 0..=ng {
+                    let part = &src[start[g]..start[g + 1]];
+                    if part.is_empty() {
+                        continue;
+                    }
+                    let n = part.len() as f64;
+                    let m = part.iter().map(|&r| get(r)).sum::<f64>() / n;
+                    let var = part.iter().map(|&r| (get(r) - m).powi(2)).sum::<f64>() / n;
+                    mean[g] = m;
+                    std[g] = if var > 0.0 { var.sqrt() } else { 1.0 };
+                }
+            });
+            (mean, std)
+        };
+        let per_column: Vec<(Vec<f64>, Vec<f64>)> = if threads == 1 || d < 2 {
+            (0..d).map(column_stats).collect()
+        } else {
+            let t = threads.min(d);
+            let mut parts: Vec<Vec<(usize, (Vec<f64>, Vec<f64>))>> = std::thread::scope(|sc| {
+                let hs: Vec<_> = (0..t)
+                    .map(|w| {
+                        let f = &column_stats;
+                        sc.spawn(move || (w..d).step_by(t).map(|j| (j, f(j))).collect())
+                    })
+                    .collect();
+                hs.into_iter()
+                    .map(|h| h.join().expect("layout thread panicked"))
+                    .collect()
+            });
+            let mut all: Vec<(usize, (Vec<f64>, Vec<f64>))> = parts.drain(..).flatten().collect();
+            all.sort_by_key(|(j, _)| *j);
+            all.into_iter().map(|(_, st)| st).collect()
+        };
         let mut mean = vec![0.0; (ng + 1) * d];
         let mut std = vec![1.0; (ng + 1) * d];
-        let mut vals = Vec::new();
-        for (j, col) in inp.columns.iter().enumerate() {
-            vals.clear();
-            crate::with_values!(col, |v| vals.extend(src.iter().map(|&r| {
-                let a = v[r as usize] as f64;
-                if a.is_nan() {
-                    inp.impute[j]
-                } else {
-                    a
-                }
-            })));
+        for (j, (m, sd)) in per_column.iter().enumerate() {
             for g in 0..=ng {
-                let part = &vals[start[g]..start[g + 1]];
-                if part.is_empty() {
-                    continue;
+                mean[g * d + j] = m[g];
+                std[g * d + j] = sd[g];
+            }
+        }
+        // Standardised rows, written row-major (row ranges spread over threads).
+        let mut x = vec![0.0f32; total * d];
+        let write = |lo: usize, out: &mut [f32]| {
+            let mut g = start.partition_point(|&s| s <= lo) - 1;
+            for (k, row) in out.chunks_mut(d.max(1)).enumerate() {
+                let p = lo + k;
+                while start[g + 1] <= p {
+                    g += 1;
                 }
-                let n = part.len() as f64;
-                let m = part.iter().sum::<f64>() / n;
-                let var = part.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / n;
-                let s = if var > 0.0 { var.sqrt() } else { 1.0 };
-                mean[g * d + j] = m;
-                std[g * d + j] = s;
-                for (p, v) in part.iter().enumerate() {
-                    x[(start[g] + p) * d + j] = ((v - m) / s) as f32;
+                let r = src[p] as usize;
+                for (j, o) in row.iter_mut().enumerate() {
+                    let a = inp.columns[j].get(r);
+                    let a = if a.is_nan() { inp.impute[j] } else { a };
+                    *o = ((a - mean[g * d + j]) / std[g * d + j]) as f32;
                 }
             }
+        };
+        if d > 0 {
+            let per = total.div_ceil(threads).max(1);
+            std::thread::scope(|sc| {
+                for (c, chunk) in x.chunks_mut(per * d).enumerate() {
+                    let w = &write;
+                    sc.spawn(move || w(c * per, chunk));
+                }
+            });
         }
         MlpData {
             d,
@@ -311,11 +365,19 @@ impl PassFamily for MlpPass<'_> {
                 continue;
             }
             let m = b - a;
-            step.x.clear();
+            if step.x.len() < m * d {
+                step.x.resize(m * d, 0.0);
+            }
             step.y.clear();
-            for &p in &u.perm[first + a..first + b] {
+            for (i, &p) in u.perm[first + a..first + b].iter().enumerate() {
                 let r = base + p as usize;
-                step.x.extend_from_slice(&self.data.x[r * d..(r + 1) * d]);
+                let (dst, src) = (
+                    &mut step.x[i * d..(i + 1) * d],
+                    &self.data.x[r * d..(r + 1) * d],
+                );
+                for (o, v) in dst.iter_mut().zip(src) {
+                    *o = *v;
+                }
                 step.y.push(self.data.y[r]);
             }
             let net = |t: usize| {
@@ -511,5 +573,122 @@ fn dump_schedule(
             "warning: GROUPFIT_MLP_DUMP: cannot write '{}': {e}",
             path.display()
         );
+    }
+}
+
+/// The MLP family behind `--model mlp`.
+pub struct Mlp;
+
+/// A group's RNG stream id: a stable hash of its key (the global model's
+/// stream is a fixed tag), so it does not depend on which other groups exist.
+pub fn group_stream(key: Option<&crate::data::keys::GroupKey>) -> u64 {
+    match key {
+        Some(k) => super::stable_hash(
+            serde_json::to_string(k)
+                .expect("a key serialises")
+                .as_bytes(),
+        ),
+        None => super::stable_hash(b"<groupfit global model>"),
+    }
+}
+
+/// Training mean of each feature over `rows` (NaN skipped; 0 if none).
+fn training_means(columns: &[Column], rows: &[u32]) -> Vec<f64> {
+    columns
+        .iter()
+        .map(|c| {
+            let (s, n) =
+                crate::with_values!(c, |v| rows.iter().fold((0.0, 0usize), |(s, n), &r| {
+                    let a = v[r as usize] as f64;
+                    if a.is_nan() {
+                        (s, n)
+                    } else {
+                        (s + a, n + 1)
+                    }
+                }));
+            if n > 0 {
+                s / n as f64
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
+impl crate::family::Family for Mlp {
+    fn name(&self) -> &'static str {
+        "mlp"
+    }
+
+    fn check(&self, configs: &[crate::tune::ConfigEntry]) -> crate::error::Result<()> {
+        super::configs(configs).map(|_| ())
+    }
+
+    fn fit(
+        &self,
+        data: &crate::family::TrainData<'_>,
+        configs: &[crate::tune::ConfigEntry],
+        on: &mut dyn FnMut(PassProgress),
+    ) -> crate::error::Result<crate::family::FamilyFit> {
+        let configs = super::configs(configs)?;
+        let t = std::time::Instant::now();
+        let impute = training_means(data.columns, data.rows);
+        let layout = MlpData::build(MlpInput {
+            columns: data.columns,
+            target: data.target,
+            rows: data.rows,
+            group_of: data.group_of,
+            n_groups: data.n_groups,
+            fit: data.fit,
+            impute: &impute,
+            threads: data.threads,
+        });
+        let streams: Vec<u64> = (0..=data.n_groups)
+            .map(|g| group_stream(data.keys.get(g)))
+            .collect();
+        if crate::exec::trace() {
+            eprintln!(
+                "[groupfit] mlp layout: {:.1} ms",
+                t.elapsed().as_secs_f64() * 1e3
+            );
+        }
+        let (fitted, report, flops) = fit_grouped(
+            &layout,
+            &configs,
+            FitOptions {
+                task: data.task,
+                fit: data.fit,
+                streams: &streams,
+                seed: data.seed,
+                strategy: data.strategy,
+                workers: data.threads,
+            },
+            on,
+        );
+        if crate::exec::trace() {
+            eprintln!(
+                "[groupfit] mlp training steps: {:.3} GFLOP in {:.3} s of passes = {:.2} GFLOP/s",
+                flops / 1e9,
+                report.passes_s,
+                flops / 1e9 / report.passes_s.max(1e-9)
+            );
+        }
+        let units = fitted
+            .into_iter()
+            .map(|us| {
+                us.into_iter()
+                    .map(|u| crate::family::UnitFit {
+                        model: crate::store::FittedModel::Mlp(u.model),
+                        iterations: u.iterations,
+                        converged: true,
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok(crate::family::FamilyFit {
+            units,
+            impute,
+            report,
+        })
     }
 }

@@ -92,7 +92,7 @@ unsafe fn gemm(
 }
 
 /// A dot product with 16 independent partial sums (vectorises).
-#[inline]
+#[inline(always)]
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0.0f32; 16];
     let n = a.len().min(b.len());
@@ -112,6 +112,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 
 /// Adds the bias row `b` to every row of the `rows × w` view at `c` (stride
 /// `rs`) and applies ReLU.
+#[inline(always)]
 fn bias_relu(c: &mut [f32], rows: usize, w: usize, rs: usize, b: &[f32]) {
     for r in 0..rows {
         let row = &mut c[r * rs..r * rs + w];
@@ -122,6 +123,7 @@ fn bias_relu(c: &mut [f32], rows: usize, w: usize, rs: usize, b: &[f32]) {
 }
 
 /// Adds the column sums of the `rows × w` view (stride `rs`) into `out`.
+#[inline(always)]
 fn col_sums(src: &[f32], rows: usize, w: usize, rs: usize, out: &mut [f32]) {
     for r in 0..rows {
         for (o, v) in out[..w].iter_mut().zip(&src[r * rs..r * rs + w]) {
@@ -150,6 +152,62 @@ pub fn layer_offsets(widths: &[usize]) -> impl Iterator<Item = (usize, usize)> +
 /// losses, and at `n_params + 1` the number of rows.
 #[allow(clippy::too_many_arguments)]
 pub fn batch_gradients<'n>(
+    task: Task,
+    d: usize,
+    rows: usize,
+    total: usize,
+    n_nets: usize,
+    net: &dyn Fn(usize) -> (Net<'n>, usize),
+    out: &mut [f64],
+    stride: usize,
+    s: &mut StepScratch,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU has the features the copy was compiled for.
+            return unsafe { gradients_avx512(task, d, rows, total, n_nets, net, out, stride, s) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: as above.
+            return unsafe { gradients_avx2(task, d, rows, total, n_nets, net, out, stride, s) };
+        }
+    }
+    gradients(task, d, rows, total, n_nets, net, out, stride, s)
+}
+
+/// Copies of [`gradients`] compiled for a CPU feature set (the elementwise
+/// loops vectorise to its width).
+macro_rules! feature_copy {
+    ($name:ident, $features:literal) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn $name<'n>(
+            task: Task,
+            d: usize,
+            rows: usize,
+            total: usize,
+            n_nets: usize,
+            net: &dyn Fn(usize) -> (Net<'n>, usize),
+            out: &mut [f64],
+            stride: usize,
+            s: &mut StepScratch,
+        ) {
+            gradients(task, d, rows, total, n_nets, net, out, stride, s)
+        }
+    };
+}
+feature_copy!(gradients_avx512, "avx512f,avx2,fma");
+feature_copy!(gradients_avx2, "avx2,fma");
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn gradients<'n>(
     task: Task,
     d: usize,
     rows: usize,
@@ -264,11 +322,11 @@ pub fn batch_gradients<'n>(
             let (l, dz) = match task {
                 Task::Binary => {
                     // log(1 + e^z) - y z, stably; gradient sigmoid(z) - y.
-                    let l = z.max(0.0) - z * y + (-z.abs()).exp().ln_1p();
+                    let e = (-z.abs()).exp();
+                    let l = z.max(0.0) - z * y + e.ln_1p();
                     let p = if z >= 0.0 {
-                        1.0 / (1.0 + (-z).exp())
+                        1.0 / (1.0 + e)
                     } else {
-                        let e = z.exp();
                         e / (1.0 + e)
                     };
                     (l, (p - y) * inv)
@@ -307,8 +365,9 @@ pub fn batch_gradients<'n>(
                 let dz = s.z[r];
                 let drow = &mut dst[r * dst_rs..r * dst_rs + wl];
                 let arow = &src[r * src_rs..r * src_rs + wl];
-                for ((dv, a), w) in drow.iter_mut().zip(arow).zip(wout) {
-                    *dv = if *a > 0.0 { dz * w } else { 0.0 };
+                for j in 0..wl {
+                    let v = dz * wout[j];
+                    drow[j] = if arow[j] > 0.0 { v } else { 0.0 };
                 }
             }
         }
@@ -379,13 +438,10 @@ pub fn batch_gradients<'n>(
                 (&mut s.deltas[cur - rows * wi..], &s.acts[cur - rows * wi..])
             };
             for r in 0..rows {
-                for (dv, a) in dst[r * drs..r * drs + wi]
-                    .iter_mut()
-                    .zip(&src[r * drs..r * drs + wi])
-                {
-                    if *a <= 0.0 {
-                        *dv = 0.0;
-                    }
+                let (drow, arow) = (&mut dst[r * drs..r * drs + wi], &src[r * drs..r * drs + wi]);
+                for j in 0..wi {
+                    let v = drow[j];
+                    drow[j] = if arow[j] > 0.0 { v } else { 0.0 };
                 }
             }
         }

@@ -365,6 +365,20 @@ impl MlpConfig {
     }
 }
 
+/// The MLP family's checked configurations for every grid point.
+pub fn configs(points: &[crate::tune::ConfigEntry]) -> Result<Vec<MlpConfig>> {
+    points
+        .iter()
+        .map(|p| {
+            let mut b = MlpParams::new();
+            for (name, &v) in &p.params {
+                b = b.set(name, v)?;
+            }
+            b.check()
+        })
+        .collect()
+}
+
 /// One dense layer: `out = in · w + b`, `w` row-major `n_in × n_out`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Dense {
@@ -443,6 +457,85 @@ impl MlpModel {
             a = z;
         }
         a[0]
+    }
+
+    /// Predictions for rows `range` of column-major raw, imputed features
+    /// (`cols[j][i]`): the same arithmetic as [`MlpModel::predict_row`] (f64),
+    /// batched into matrix products.
+    pub fn predict_columns(
+        &self,
+        task: Task,
+        cols: &[Vec<f64>],
+        range: std::ops::Range<usize>,
+    ) -> Vec<f64> {
+        const CHUNK: usize = 1024;
+        let d = self.mean.len();
+        let mut out = Vec::with_capacity(range.len());
+        let layers: Vec<(Vec<f64>, Vec<f64>)> = self
+            .layers
+            .iter()
+            .map(|l| {
+                (
+                    l.w.iter().map(|&v| v as f64).collect(),
+                    l.b.iter().map(|&v| v as f64).collect(),
+                )
+            })
+            .collect();
+        let mut a = Vec::new();
+        let mut z = Vec::new();
+        let mut lo = range.start;
+        while lo < range.end {
+            let hi = (lo + CHUNK).min(range.end);
+            let m = hi - lo;
+            a.clear();
+            a.resize(m * d, 0.0);
+            for (j, col) in cols.iter().enumerate().take(d) {
+                let (mu, s) = (self.mean[j], self.std[j]);
+                for (r, &v) in col[lo..hi].iter().enumerate() {
+                    a[r * d + j] = (v - mu) / s;
+                }
+            }
+            let mut width = d;
+            let last = self.layers.len() - 1;
+            for (l, (layer, (w, b))) in self.layers.iter().zip(&layers).enumerate() {
+                let n = layer.n_out;
+                z.clear();
+                z.resize(m * n, 0.0);
+                for r in 0..m {
+                    z[r * n..(r + 1) * n].copy_from_slice(b);
+                }
+                // SAFETY: a is m × width, w is width × n, z is m × n, all row-major.
+                unsafe {
+                    matrixmultiply::dgemm(
+                        m,
+                        width,
+                        n,
+                        1.0,
+                        a.as_ptr(),
+                        width as isize,
+                        1,
+                        w.as_ptr(),
+                        n as isize,
+                        1,
+                        1.0,
+                        z.as_mut_ptr(),
+                        n as isize,
+                        1,
+                    );
+                }
+                if l < last {
+                    z.iter_mut().for_each(|v| *v = v.max(0.0));
+                }
+                std::mem::swap(&mut a, &mut z);
+                width = n;
+            }
+            out.extend(a[..m].iter().map(|&v| match task {
+                Task::Binary => crate::linear::sigmoid(v),
+                Task::Regression => v,
+            }));
+            lo = hi;
+        }
+        out
     }
 
     /// The prediction: probability of class 1 (binary) or the value (regression).
@@ -607,6 +700,9 @@ mod tests {
             vec![],
         );
         assert_eq!(m.margin(&[3.0]), 3.5);
+        let p = m.predict_columns(Task::Binary, &[vec![0.0, 3.0, -2.0]], 1..3);
+        assert_eq!(p[0], m.predict_row(Task::Binary, &[3.0]));
+        assert!((p[1] - m.predict_row(Task::Binary, &[-2.0])).abs() < 1e-15);
         assert_eq!(m.predict_row(Task::Regression, &[3.0]), 3.5);
     }
 }

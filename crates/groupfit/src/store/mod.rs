@@ -24,6 +24,7 @@ use crate::data::keys::{display_key, GroupEncoder, GroupKey};
 use crate::data::{Column, Task};
 use crate::error::{GroupfitError, Result};
 use crate::linear::LinearModel;
+use crate::mlp::MlpModel;
 use crate::tune::ConfigEntry;
 
 /// The newest format version this build writes and reads.
@@ -37,6 +38,8 @@ const HEADER: usize = 8 + 4 + 8 + 4;
 pub enum FittedModel {
     /// A linear model.
     Linear(LinearModel),
+    /// A multi-layer perceptron.
+    Mlp(MlpModel),
 }
 
 impl FittedModel {
@@ -44,6 +47,7 @@ impl FittedModel {
     pub fn predict_row(&self, task: Task, x: &[f64]) -> f64 {
         match self {
             FittedModel::Linear(m) => m.predict_row(task, x),
+            FittedModel::Mlp(m) => m.predict_row(task, x),
         }
     }
 
@@ -52,6 +56,7 @@ impl FittedModel {
     pub fn predict_columns(&self, task: Task, cols: &[Vec<f64>], range: Range<usize>) -> Vec<f64> {
         match self {
             FittedModel::Linear(m) => m.predict_columns(task, cols, range),
+            FittedModel::Mlp(m) => m.predict_columns(task, cols, range),
         }
     }
 }
