@@ -526,6 +526,41 @@ pub fn optimizer_step(
     grad: &[f64],
     st: &mut OptState,
 ) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU has the features the copy was compiled for.
+            return unsafe { step_avx512(optimizer, lr, weight_decay, params, grad, st) };
+        }
+    }
+    step(optimizer, lr, weight_decay, params, grad, st)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn step_avx512(
+    optimizer: Optimizer,
+    lr: f64,
+    weight_decay: f64,
+    params: &mut [f32],
+    grad: &[f64],
+    st: &mut OptState,
+) {
+    step(optimizer, lr, weight_decay, params, grad, st)
+}
+
+#[inline(always)]
+fn step(
+    optimizer: Optimizer,
+    lr: f64,
+    weight_decay: f64,
+    params: &mut [f32],
+    grad: &[f64],
+    st: &mut OptState,
+) {
     st.step += 1;
     let wd = weight_decay as f32;
     match optimizer {
