@@ -252,20 +252,24 @@ fn run_one_pass<F: PassFamily>(family: &F, groups: &[RwLock<Vec<F::Unit>>], plan
         }
         partials
     };
-    let mut partials: Vec<Partial> = if plan.workers.len() == 1 {
-        worker(&plan.workers[0])
-    } else {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = plan
-                .workers
+    // Workers without shards take no thread; the last busy worker runs on the
+    // calling thread (passes can be short: one mini-batch step).
+    let busy: Vec<&Vec<crate::plan::Shard>> =
+        plan.workers.iter().filter(|w| !w.is_empty()).collect();
+    let mut partials: Vec<Partial> = match busy.split_last() {
+        None => Vec::new(),
+        Some((last, [])) => worker(last),
+        Some((last, rest)) => std::thread::scope(|scope| {
+            let handles: Vec<_> = rest
                 .iter()
                 .map(|shards| scope.spawn(move || worker(shards)))
                 .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().expect("worker thread panicked"))
-                .collect()
-        })
+            let mut all = worker(last);
+            for h in handles {
+                all.extend(h.join().expect("worker thread panicked"));
+            }
+            all
+        }),
     };
     // Reduce cut groups in row order, then update them.
     partials.sort_by_key(|p| (p.group, p.start));

@@ -111,10 +111,19 @@ impl MlpData {
                     if part.is_empty() {
                         continue;
                     }
+                    // One pass of sums shifted by the group's first value
+                    // (no cancellation for data far from 0).
                     let n = part.len() as f64;
-                    let m = part.iter().map(|&r| get(r)).sum::<f64>() / n;
-                    let var = part.iter().map(|&r| (get(r) - m).powi(2)).sum::<f64>() / n;
-                    mean[g] = m;
+                    let k = get(part[0]);
+                    let (mut s1, mut s2) = (0.0, 0.0);
+                    for &r in part {
+                        let t = get(r) - k;
+                        s1 += t;
+                        s2 += t * t;
+                    }
+                    let m1 = s1 / n;
+                    let var = (s2 / n - m1 * m1).max(0.0);
+                    mean[g] = k + m1;
                     std[g] = if var > 0.0 { var.sqrt() } else { 1.0 };
                 }
             });

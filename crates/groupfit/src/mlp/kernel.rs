@@ -10,6 +10,7 @@
 //! [`StepScratch`] that grows to the largest step and is then reused.
 
 use crate::data::Task;
+use crate::linear::kernel::{exp_neg, log1p_unit};
 
 use super::Optimizer;
 
@@ -38,6 +39,7 @@ pub struct StepScratch {
     acts: Vec<f32>,
     deltas: Vec<f32>,
     z: Vec<f32>,
+    loss: Vec<f64>,
     grad: Vec<f32>,
     off: Vec<usize>,
 }
@@ -108,6 +110,19 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
         s += a[i] * b[i];
     }
     s
+}
+
+/// A sum with 8 independent partial sums (vectorises).
+#[inline(always)]
+fn sum_f64(v: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let chunks = v.len() / 8;
+    for c in 0..chunks {
+        for l in 0..8 {
+            acc[l] += v[c * 8 + l];
+        }
+    }
+    acc.iter().sum::<f64>() + v[chunks * 8..].iter().sum::<f64>()
 }
 
 /// Adds the bias row `b` to every row of the `rows × w` view at `c` (stride
@@ -315,30 +330,34 @@ fn gradients<'n>(
         };
         let wout = &n.params[po..po + wl];
         let bout = n.params[po + wl];
-        let mut loss = 0.0f64;
         for r in 0..rows {
-            let z = dot(&last[r * last_rs..r * last_rs + wl], wout) + bout;
-            let y = s.y[r];
-            let (l, dz) = match task {
-                Task::Binary => {
-                    // log(1 + e^z) - y z, stably; gradient sigmoid(z) - y.
-                    let e = (-z.abs()).exp();
-                    let l = z.max(0.0) - z * y + e.ln_1p();
-                    let p = if z >= 0.0 {
-                        1.0 / (1.0 + e)
-                    } else {
-                        e / (1.0 + e)
-                    };
-                    (l, (p - y) * inv)
-                }
-                Task::Regression => {
-                    let e = z - y;
-                    (e * e, 2.0 * e * inv)
-                }
-            };
-            loss += l as f64;
-            s.z[r] = dz;
+            s.z[r] = dot(&last[r * last_rs..r * last_rs + wl], wout) + bout;
         }
+        // Loss and its derivative, branch-free over rows (vectorises).
+        if s.loss.len() < rows {
+            s.loss.resize(rows, 0.0);
+        }
+        match task {
+            Task::Binary => {
+                for ((zr, &y), lr) in s.z[..rows].iter_mut().zip(&s.y[..rows]).zip(&mut s.loss) {
+                    // log(1 + e^z) - y z, stably; gradient sigmoid(z) - y.
+                    let z = *zr as f64;
+                    let e = exp_neg(z.abs());
+                    let l = z.max(0.0) - z * y as f64 + log1p_unit(e);
+                    let p = if z >= 0.0 { 1.0 } else { e } / (1.0 + e);
+                    *lr = l;
+                    *zr = (p as f32 - y) * inv;
+                }
+            }
+            Task::Regression => {
+                for ((zr, &y), lr) in s.z[..rows].iter_mut().zip(&s.y[..rows]).zip(&mut s.loss) {
+                    let e = *zr - y;
+                    *lr = (e as f64) * (e as f64);
+                    *zr = 2.0 * e * inv;
+                }
+            }
+        }
+        let loss = sum_f64(&s.loss[..rows]);
         // Output gradients and the delta of the last hidden layer.
         {
             let (gw, gb) = s.grad[po..po + wl + 1].split_at_mut(wl);
