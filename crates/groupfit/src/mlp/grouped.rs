@@ -291,6 +291,21 @@ impl<'a> MlpPass<'a> {
         self.slot0.windows(2).map(|w| w[0]..w[1]).collect()
     }
 
+    /// Fresh units of every config for every group with `fit[g]`.
+    pub fn initial_units(&self, fit: &[bool]) -> Vec<Vec<MlpUnit>> {
+        (0..fit.len())
+            .map(|g| {
+                if fit[g] {
+                    (0..self.configs.len())
+                        .map(|k| self.new_unit(g, k))
+                        .collect()
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect()
+    }
+
     /// A fresh unit for config `k` of group `g`.
     pub fn new_unit(&self, g: usize, k: usize) -> MlpUnit {
         let cfg = &self.configs[k];
@@ -487,15 +502,7 @@ pub fn fit_grouped(
 ) -> (Vec<Vec<FittedUnit>>, RunReport, f64) {
     let family = MlpPass::new(data, opt.task, configs, opt.streams, opt.seed);
     let n_units_groups = opt.fit.len();
-    let units: Vec<Vec<MlpUnit>> = (0..n_units_groups)
-        .map(|g| {
-            if opt.fit[g] {
-                (0..configs.len()).map(|k| family.new_unit(g, k)).collect()
-            } else {
-                Vec::new()
-            }
-        })
-        .collect();
+    let units = family.initial_units(opt.fit);
     let mut max_passes = 1;
     let mut flops = 0.0;
     for g in (0..n_units_groups).filter(|&g| opt.fit[g]) {
@@ -624,6 +631,25 @@ fn training_means(columns: &[Column], rows: &[u32]) -> Vec<f64> {
         .collect()
 }
 
+/// Imputation values, the layout and every group's RNG stream.
+fn prepare(data: &crate::family::TrainData<'_>) -> (Vec<f64>, MlpData, Vec<u64>) {
+    let impute = training_means(data.columns, data.rows);
+    let layout = MlpData::build(MlpInput {
+        columns: data.columns,
+        target: data.target,
+        rows: data.rows,
+        group_of: data.group_of,
+        n_groups: data.n_groups,
+        fit: data.fit,
+        impute: &impute,
+        threads: data.threads,
+    });
+    let streams: Vec<u64> = (0..=data.n_groups)
+        .map(|g| group_stream(data.keys.get(g)))
+        .collect();
+    (impute, layout, streams)
+}
+
 impl crate::family::Family for Mlp {
     fn name(&self) -> &'static str {
         "mlp"
@@ -631,6 +657,23 @@ impl crate::family::Family for Mlp {
 
     fn check(&self, configs: &[crate::tune::ConfigEntry]) -> crate::error::Result<()> {
         super::configs(configs).map(|_| ())
+    }
+
+    fn explain(
+        &self,
+        data: &crate::family::TrainData<'_>,
+        configs: &[crate::tune::ConfigEntry],
+    ) -> crate::error::Result<crate::exec::Explain> {
+        let configs = super::configs(configs)?;
+        let (_, layout, streams) = prepare(data);
+        let family = MlpPass::new(&layout, data.task, &configs, &streams, data.seed);
+        let units = family.initial_units(data.fit);
+        Ok(crate::exec::explain(
+            &family,
+            units,
+            &family.slot_ranges(),
+            data.threads,
+        ))
     }
 
     fn fit(
@@ -641,20 +684,7 @@ impl crate::family::Family for Mlp {
     ) -> crate::error::Result<crate::family::FamilyFit> {
         let configs = super::configs(configs)?;
         let t = std::time::Instant::now();
-        let impute = training_means(data.columns, data.rows);
-        let layout = MlpData::build(MlpInput {
-            columns: data.columns,
-            target: data.target,
-            rows: data.rows,
-            group_of: data.group_of,
-            n_groups: data.n_groups,
-            fit: data.fit,
-            impute: &impute,
-            threads: data.threads,
-        });
-        let streams: Vec<u64> = (0..=data.n_groups)
-            .map(|g| group_stream(data.keys.get(g)))
-            .collect();
+        let (impute, layout, streams) = prepare(data);
         if crate::exec::trace() {
             eprintln!(
                 "[groupfit] mlp layout: {:.1} ms",
