@@ -5,6 +5,7 @@
 #   make test    Rust tests, then the Python suite that drives the CLI
 #   make demo    run scripts/demo.sh
 #   make bench   run benchmarks/linear.sh
+#   make bench-mlp  run benchmarks/mlp.sh (installs PyTorch into bench-out/torch-venv on demand)
 #   make fmt     format the Rust code
 #   make clean   remove build output and test caches (keeps .venv)
 
@@ -14,7 +15,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.stamp
 CARGO  ?= cargo
 
-.PHONY: venv build test test-rust test-python demo bench fmt clean
+.PHONY: venv build test test-rust test-python demo bench bench-mlp fmt clean
 
 venv: $(STAMP)
 
@@ -42,6 +43,9 @@ demo: venv build
 
 bench: venv build
 	bash benchmarks/linear.sh
+
+bench-mlp: venv build
+	bash benchmarks/mlp.sh
 
 fmt:
 	$(CARGO) fmt --all

@@ -59,7 +59,7 @@ struct JobArgs {
     /// binary or regression (default: binary if every target value is 0 or 1).
     #[arg(long)]
     task: Option<String>,
-    /// Model family: linear or gbdt.
+    /// Model family: linear, gbdt or mlp.
     #[arg(long, default_value = "linear")]
     model: String,
     /// Hyper-parameter values, NAME=V1,V2,...; repeat for several; the grid is their product.

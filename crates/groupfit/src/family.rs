@@ -11,6 +11,7 @@
 //! Adding a family: implement [`Family`], add a match arm to [`family`] and its
 //! name to [`MODELS`], and a variant to [`crate::store::FittedModel`].
 
+use crate::data::keys::GroupKey;
 use crate::data::layout::{GroupedMatrix, LayoutInput};
 use crate::data::{Column, Task};
 use crate::error::{GroupfitError, Result};
@@ -21,13 +22,14 @@ use crate::store::FittedModel;
 use crate::tune::{linear_configs, ConfigEntry};
 
 /// Model families `train` knows, as named by `--model`.
-pub const MODELS: &[&str] = &["linear", "gbdt"];
+pub const MODELS: &[&str] = &["linear", "gbdt", "mlp"];
 
 /// The family called `name`.
 pub fn family(name: &str) -> Result<Box<dyn Family>> {
     match name {
         "linear" => Ok(Box::new(Linear)),
         "gbdt" => Ok(Box::new(Gbdt)),
+        "mlp" => Ok(Box::new(crate::mlp::grouped::Mlp)),
         _ => Err(GroupfitError::arg(format!(
             "unknown model '{name}' (available: {})",
             MODELS.join(", ")
@@ -64,6 +66,10 @@ pub struct TrainData<'a> {
     pub group_of: &'a [u32],
     /// Groups (dense ids `0..n_groups`).
     pub n_groups: usize,
+    /// The key of each group (dense id order): families that draw random
+    /// numbers per group seed them from the key, not from the dense id, so a
+    /// group trained alone equals the group trained among others.
+    pub keys: &'a [GroupKey],
     /// `n_groups + 1` flags: which groups get their own models; the last entry
     /// is the global model, fitted on every training row (always set).
     pub fit: &'a [bool],

@@ -849,6 +849,7 @@ fn fit_tables(
         rows: &train_rows,
         group_of: &train_gid,
         n_groups,
+        keys: &keys,
         fit: &fit,
         valid: ValidData {
             columns: vcols,

@@ -23,6 +23,7 @@
 //! * [`data`] — Parquet ingest, group encoding, the group-sorted layout.
 //! * [`family`] — the interface every model family implements.
 //! * [`linear`] — the linear family: params, fitted model, Newton partial steps.
+//! * [`mlp`] — the MLP family: params, fitted model, mini-batch partial steps.
 //! * [`plan`] — work units, shards and the strategies that place them.
 //! * [`exec`] — the pass driver and the partial-step trait families implement.
 //! * [`tune`] — hyper-parameter grids.
@@ -41,6 +42,7 @@ pub mod gbdt;
 pub mod job;
 pub mod linear;
 pub mod metrics;
+pub mod mlp;
 pub mod plan;
 pub mod store;
 pub mod tune;

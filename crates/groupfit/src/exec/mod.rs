@@ -298,11 +298,20 @@ struct Partial {
 
 fn run_one_pass<F: PassFamily>(family: &F, groups: &[RwLock<Vec<F::Unit>>], plan: &Plan) {
     let workers = plan.stages.first().map_or(1, Vec::len).max(1);
-    if workers == 1 {
+    // When no stage has work for more than one worker (e.g. one group left, as
+    // in the last mini-batch steps of an MLP run), the pass runs on the
+    // calling thread: short passes must not pay for spawning idle threads.
+    let single = plan
+        .stages
+        .iter()
+        .all(|stage| stage.iter().filter(|w| !w.is_empty()).count() <= 1);
+    if workers == 1 || single {
         let mut scratch = family.scratch();
         for stage in &plan.stages {
-            let partials = scan_shards(family, groups, &stage[0], &mut scratch);
-            reduce_and_apply(family, groups, partials, &mut scratch);
+            if let Some(shards) = stage.iter().find(|w| !w.is_empty()) {
+                let partials = scan_shards(family, groups, shards, &mut scratch);
+                reduce_and_apply(family, groups, partials, &mut scratch);
+            }
         }
         return;
     }

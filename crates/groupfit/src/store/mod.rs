@@ -25,6 +25,7 @@ use crate::data::{Column, Task};
 use crate::error::{GroupfitError, Result};
 use crate::gbdt::GbdtModel;
 use crate::linear::LinearModel;
+use crate::mlp::MlpModel;
 use crate::tune::ConfigEntry;
 
 /// The newest format version this build writes and reads.
@@ -40,6 +41,8 @@ pub enum FittedModel {
     Linear(LinearModel),
     /// Gradient-boosted trees.
     Gbdt(GbdtModel),
+    /// A multi-layer perceptron.
+    Mlp(MlpModel),
 }
 
 impl FittedModel {
@@ -48,6 +51,7 @@ impl FittedModel {
         match self {
             FittedModel::Linear(m) => m.predict_row(task, x),
             FittedModel::Gbdt(m) => m.predict_row(task, x),
+            FittedModel::Mlp(m) => m.predict_row(task, x),
         }
     }
 
@@ -57,6 +61,7 @@ impl FittedModel {
         match self {
             FittedModel::Linear(m) => m.predict_columns(task, cols, range),
             FittedModel::Gbdt(m) => predict_by_rows(cols, range, |x| m.predict_row(task, x)),
+            FittedModel::Mlp(m) => m.predict_columns(task, cols, range),
         }
     }
 }

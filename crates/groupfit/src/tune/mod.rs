@@ -53,9 +53,14 @@ impl Grid {
             let mut vals = Vec::new();
             for v in values.split(',') {
                 let v = v.trim();
-                let x: f64 = v
-                    .parse()
-                    .map_err(|_| GroupfitError::param(name, format!("'{v}' is not a number")))?;
+                // Word values of the MLP family (`layers=64x32`, `optimizer=sgd`)
+                // are stored as the numbers `mlp::encode_param` gives.
+                let x: f64 = match crate::mlp::encode_param(name, v) {
+                    Some(x) => x,
+                    None => v.parse().map_err(|_| {
+                        GroupfitError::param(name, format!("'{v}' is not a number"))
+                    })?,
+                };
                 vals.push(x);
             }
             params.push((name.to_string(), vals));
@@ -84,7 +89,10 @@ impl Grid {
                 } else {
                     self.params
                         .iter()
-                        .map(|(n, _)| format!("{n}={}", m[n]))
+                        .map(|(n, _)| match crate::mlp::display_param(n, m[n]) {
+                            Some(word) => format!("{n}={word}"),
+                            None => format!("{n}={}", m[n]),
+                        })
                         .collect::<Vec<_>>()
                         .join(",")
                 },
@@ -132,6 +140,16 @@ mod tests {
         assert!(Grid::parse(&["C=1".into(), "C=2".into()]).is_err());
         let pts = Grid::parse(&["C=-1".into()]).unwrap().points();
         assert!(linear_configs(&pts).is_err());
+    }
+
+    #[test]
+    fn mlp_words_are_encoded_and_named() {
+        let g = Grid::parse(&["layers=64x32,8".into(), "optimizer=sgd".into()]).unwrap();
+        let pts = g.points();
+        assert_eq!(pts[0].name, "layers=64x32,optimizer=sgd");
+        assert_eq!(pts[0].params["layers"], 640032.0);
+        assert_eq!(pts[1].name, "layers=8,optimizer=sgd");
+        assert!(Grid::parse(&["layers=64y32".into()]).is_err());
     }
 
     #[test]

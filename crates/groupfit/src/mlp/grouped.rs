@@ -1,0 +1,733 @@
+//! The MLP family plugged into the pass driver: every (group, config) network
+//! trained together, one mini-batch step per pass.
+//!
+//! **Row space.** The driver plans over row ranges; for this family group
+//! `g`'s range has one *slot* per row of a mini-batch (`min(batch_size,
+//! rows of g)`, the largest over configs). A shard of slots `lo..hi` means
+//! "batch members `lo..hi` of this step's batch", so the planner's cost
+//! (rows × active units) is exactly a pass's work, task parallelism gives
+//! whole batches to workers, and a cut group is data parallel inside its
+//! batch: `accumulate` computes the gradient of a part of the batch,
+//! `combine` sums the parts and `apply` takes the optimizer step.
+//!
+//! **Schedule.** Which rows form a batch depends only on the seed, the
+//! group's stream id (a hash of its key) and the epoch: never on the plan or
+//! on other groups. So every strategy and thread count computes the same
+//! models up to summation order, and a group trained with thousands of others
+//! equals the group trained alone. The configs of a group that share a batch
+//! (same `batch_size`, same step) read it once, and their first layers are
+//! one GEMM ([`super::kernel::batch_gradients`]).
+
+use std::ops::Range;
+
+use super::kernel::{batch_gradients, optimizer_step, Net, OptState, StepScratch};
+use super::{epoch_permutation, init_params, MlpConfig, MlpModel};
+use crate::data::{Column, Task};
+use crate::exec::{run_passes, PassFamily, PassProgress, RunReport};
+use crate::plan::Strategy;
+
+/// The training rows of every fitted group, standardised by the group's own
+/// mean and standard deviation, row-major `f32`, group after group.
+#[derive(Debug, Clone)]
+pub struct MlpData {
+    d: usize,
+    x: Vec<f32>,
+    y: Vec<f32>,
+    start: Vec<usize>,
+    mean: Vec<f64>,
+    std: Vec<f64>,
+    src: Vec<u32>,
+}
+
+/// What [`MlpData::build`] reads.
+#[derive(Debug, Clone, Copy)]
+pub struct MlpInput<'a> {
+    /// Raw feature columns over every row of the table (NaN: missing).
+    pub columns: &'a [Column],
+    /// The target over every row of the table.
+    pub target: &'a [f64],
+    /// Training rows, ascending.
+    pub rows: &'a [u32],
+    /// Group id of each training row (aligned with `rows`).
+    pub group_of: &'a [u32],
+    /// Number of groups; group `n_groups` is the global pseudo-group of all rows.
+    pub n_groups: usize,
+    /// Which groups to lay out (`n_groups + 1` entries).
+    pub fit: &'a [bool],
+    /// Per-feature replacement of NaN.
+    pub impute: &'a [f64],
+    /// Threads to spread the work over.
+    pub threads: usize,
+}
+
+impl MlpData {
+    /// Lays out the rows of every group with `fit[g]` in file order, imputes
+    /// missing values, and standardises each group by its own statistics
+    /// (population standard deviation, 1 where it is 0).
+    pub fn build(inp: MlpInput<'_>) -> MlpData {
+        let d = inp.columns.len();
+        let ng = inp.n_groups;
+        let mut counts = vec![0usize; ng + 1];
+        for &g in inp.group_of {
+            counts[g as usize] += 1;
+        }
+        counts[ng] = inp.rows.len();
+        let mut start = vec![0usize; ng + 2];
+        for g in 0..=ng {
+            start[g + 1] = start[g] + if inp.fit[g] { counts[g] } else { 0 };
+        }
+        let total = start[ng + 1];
+        let mut src = vec![0u32; total];
+        let mut cursor = start[..=ng].to_vec();
+        for (k, &r) in inp.rows.iter().enumerate() {
+            let g = inp.group_of[k] as usize;
+            if inp.fit[g] {
+                src[cursor[g]] = r;
+                cursor[g] += 1;
+            }
+            if inp.fit[ng] {
+                src[cursor[ng]] = r;
+                cursor[ng] += 1;
+            }
+        }
+        let y: Vec<f32> = src.iter().map(|&r| inp.target[r as usize] as f32).collect();
+        let threads = inp.threads.max(1);
+        // Per column (columns spread over threads): each group's mean and
+        // population standard deviation of the imputed values.
+        let column_stats = |j: usize| -> (Vec<f64>, Vec<f64>) {
+            let mut mean = vec![0.0; ng + 1];
+            let mut std = vec![1.0; ng + 1];
+            crate::with_values!(inp.columns[j], |v| {
+                let get = |r: u32| {
+                    let a = v[r as usize] as f64;
+                    if a.is_nan() {
+                        inp.impute[j]
+                    } else {
+                        a
+                    }
+                };
+                for g in 0..=ng {
+                    let part = &src[start[g]..start[g + 1]];
+                    if part.is_empty() {
+                        continue;
+                    }
+                    // One pass of sums shifted by the group's first value
+                    // (no cancellation for data far from 0).
+                    let n = part.len() as f64;
+                    let k = get(part[0]);
+                    let (mut s1, mut s2) = (0.0, 0.0);
+                    for &r in part {
+                        let t = get(r) - k;
+                        s1 += t;
+                        s2 += t * t;
+                    }
+                    let m1 = s1 / n;
+                    let var = (s2 / n - m1 * m1).max(0.0);
+                    mean[g] = k + m1;
+                    std[g] = if var > 0.0 { var.sqrt() } else { 1.0 };
+                }
+            });
+            (mean, std)
+        };
+        let per_column: Vec<(Vec<f64>, Vec<f64>)> = if threads == 1 || d < 2 {
+            (0..d).map(column_stats).collect()
+        } else {
+            let t = threads.min(d);
+            let mut parts: Vec<Vec<(usize, (Vec<f64>, Vec<f64>))>> = std::thread::scope(|sc| {
+                let hs: Vec<_> = (0..t)
+                    .map(|w| {
+                        let f = &column_stats;
+                        sc.spawn(move || (w..d).step_by(t).map(|j| (j, f(j))).collect())
+                    })
+                    .collect();
+                hs.into_iter()
+                    .map(|h| h.join().expect("layout thread panicked"))
+                    .collect()
+            });
+            let mut all: Vec<(usize, (Vec<f64>, Vec<f64>))> = parts.drain(..).flatten().collect();
+            all.sort_by_key(|(j, _)| *j);
+            all.into_iter().map(|(_, st)| st).collect()
+        };
+        let mut mean = vec![0.0; (ng + 1) * d];
+        let mut std = vec![1.0; (ng + 1) * d];
+        for (j, (m, sd)) in per_column.iter().enumerate() {
+            for g in 0..=ng {
+                mean[g * d + j] = m[g];
+                std[g * d + j] = sd[g];
+            }
+        }
+        // Standardised rows, written row-major (row ranges spread over threads).
+        let mut x = vec![0.0f32; total * d];
+        let write = |lo: usize, out: &mut [f32]| {
+            let mut g = start.partition_point(|&s| s <= lo) - 1;
+            for (k, row) in out.chunks_mut(d.max(1)).enumerate() {
+                let p = lo + k;
+                while start[g + 1] <= p {
+                    g += 1;
+                }
+                let r = src[p] as usize;
+                for (j, o) in row.iter_mut().enumerate() {
+                    let a = inp.columns[j].get(r);
+                    let a = if a.is_nan() { inp.impute[j] } else { a };
+                    *o = ((a - mean[g * d + j]) / std[g * d + j]) as f32;
+                }
+            }
+        };
+        if d > 0 {
+            let per = total.div_ceil(threads).max(1);
+            std::thread::scope(|sc| {
+                for (c, chunk) in x.chunks_mut(per * d).enumerate() {
+                    let w = &write;
+                    sc.spawn(move || w(c * per, chunk));
+                }
+            });
+        }
+        MlpData {
+            d,
+            x,
+            y,
+            start,
+            mean,
+            std,
+            src,
+        }
+    }
+
+    /// Features.
+    pub fn d(&self) -> usize {
+        self.d
+    }
+    /// Rows of group `g`.
+    pub fn rows_of(&self, g: usize) -> usize {
+        self.start[g + 1] - self.start[g]
+    }
+    /// Group `g`'s training mean per feature.
+    pub fn mean(&self, g: usize) -> &[f64] {
+        &self.mean[g * self.d..(g + 1) * self.d]
+    }
+    /// Group `g`'s standard deviation per feature.
+    pub fn std(&self, g: usize) -> &[f64] {
+        &self.std[g * self.d..(g + 1) * self.d]
+    }
+    /// The training-file rows of group `g`, in the order the batch
+    /// permutations index.
+    pub fn source_rows(&self, g: usize) -> &[u32] {
+        &self.src[self.start[g]..self.start[g + 1]]
+    }
+}
+
+/// Training state of one (group, config) network.
+#[derive(Debug, Clone)]
+pub struct MlpUnit {
+    params: Vec<f32>,
+    opt: OptState,
+    epoch: u32,
+    batch: usize,
+    perm: Vec<u32>,
+    loss_sum: f64,
+    loss_rows: f64,
+    epoch_loss: Vec<f64>,
+    done: bool,
+}
+
+/// Per-worker buffers.
+#[derive(Debug, Default)]
+pub struct MlpScratch {
+    step: StepScratch,
+    members: Vec<usize>,
+    taken: Vec<bool>,
+}
+
+/// The MLP family over one layout and one grid.
+pub struct MlpPass<'a> {
+    data: &'a MlpData,
+    task: Task,
+    configs: &'a [MlpConfig],
+    widths: Vec<Vec<usize>>,
+    n_params: Vec<usize>,
+    streams: &'a [u64],
+    seed: u64,
+    /// First slot of each group in the driver's row space.
+    slot0: Vec<usize>,
+}
+
+impl<'a> MlpPass<'a> {
+    /// The family for `data` and the grid `configs`; `streams[g]` is group
+    /// `g`'s RNG stream id.
+    pub fn new(
+        data: &'a MlpData,
+        task: Task,
+        configs: &'a [MlpConfig],
+        streams: &'a [u64],
+        seed: u64,
+    ) -> Self {
+        let d = data.d();
+        let widths: Vec<Vec<usize>> = configs.iter().map(|c| c.widths(d)).collect();
+        let n_params = configs.iter().map(|c| c.n_params(d)).collect();
+        let mut slot0 = vec![0usize];
+        for g in 0..data.start.len() - 1 {
+            let n = data.rows_of(g);
+            let slots = configs
+                .iter()
+                .map(|c| c.batch_size().min(n))
+                .max()
+                .unwrap_or(0);
+            slot0.push(slot0[g] + slots);
+        }
+        MlpPass {
+            data,
+            task,
+            configs,
+            widths,
+            n_params,
+            streams,
+            seed,
+            slot0,
+        }
+    }
+
+    /// Each group's slot range (the driver's row space).
+    pub fn slot_ranges(&self) -> Vec<Range<usize>> {
+        self.slot0.windows(2).map(|w| w[0]..w[1]).collect()
+    }
+
+    /// Fresh units of every config for every group with `fit[g]`.
+    pub fn initial_units(&self, fit: &[bool]) -> Vec<Vec<MlpUnit>> {
+        (0..fit.len())
+            .map(|g| {
+                if fit[g] {
+                    (0..self.configs.len())
+                        .map(|k| self.new_unit(g, k))
+                        .collect()
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect()
+    }
+
+    /// A fresh unit for config `k` of group `g`.
+    pub fn new_unit(&self, g: usize, k: usize) -> MlpUnit {
+        let cfg = &self.configs[k];
+        let params = init_params(&self.widths[k], self.seed, self.streams[g]);
+        let n = self.data.rows_of(g);
+        let mut perm = Vec::new();
+        epoch_permutation(n, self.seed, self.streams[g], 0, &mut perm);
+        MlpUnit {
+            opt: OptState::new(cfg.optimizer(), params.len()),
+            params,
+            epoch: 0,
+            batch: 0,
+            perm,
+            loss_sum: 0.0,
+            loss_rows: 0.0,
+            epoch_loss: Vec::new(),
+            done: n == 0,
+        }
+    }
+}
+
+impl PassFamily for MlpPass<'_> {
+    type Unit = MlpUnit;
+    type Scratch = MlpScratch;
+
+    fn stats_len(&self) -> usize {
+        self.n_params.iter().max().copied().unwrap_or(0) + 2
+    }
+
+    fn scratch(&self) -> MlpScratch {
+        MlpScratch::default()
+    }
+
+    fn is_active(&self, unit: &MlpUnit) -> bool {
+        !unit.done
+    }
+
+    fn accumulate(
+        &self,
+        group: usize,
+        units: &[(usize, &MlpUnit)],
+        rows: Range<usize>,
+        out: &mut [f64],
+        scratch: &mut MlpScratch,
+    ) {
+        let d = self.data.d();
+        let n = self.data.rows_of(group);
+        let base = self.data.start[group];
+        let lo = rows.start - self.slot0[group];
+        let hi = rows.end - self.slot0[group];
+        let stride = self.stats_len();
+        let MlpScratch {
+            step,
+            members,
+            taken,
+        } = scratch;
+        taken.clear();
+        taken.resize(units.len(), false);
+        for i in 0..units.len() {
+            if taken[i] {
+                continue;
+            }
+            // Units in lockstep on the same batch read it once.
+            let (k, u) = units[i];
+            let bs = self.configs[k].batch_size();
+            members.clear();
+            for (j, &(kj, uj)) in units.iter().enumerate().skip(i) {
+                if !taken[j]
+                    && self.configs[kj].batch_size() == bs
+                    && uj.epoch == u.epoch
+                    && uj.batch == u.batch
+                {
+                    taken[j] = true;
+                    members.push(j);
+                }
+            }
+            let first = u.batch * bs;
+            let total = bs.min(n - first);
+            let (a, b) = (lo.min(total), hi.min(total));
+            if a >= b {
+                continue;
+            }
+            let m = b - a;
+            if step.x.len() < m * d {
+                step.x.resize(m * d, 0.0);
+            }
+            step.y.clear();
+            for (i, &p) in u.perm[first + a..first + b].iter().enumerate() {
+                let r = base + p as usize;
+                let (dst, src) = (
+                    &mut step.x[i * d..(i + 1) * d],
+                    &self.data.x[r * d..(r + 1) * d],
+                );
+                for (o, v) in dst.iter_mut().zip(src) {
+                    *o = *v;
+                }
+                step.y.push(self.data.y[r]);
+            }
+            let net = |t: usize| {
+                let j = members[t];
+                let (kj, uj) = units[j];
+                (
+                    Net {
+                        widths: &self.widths[kj],
+                        params: &uj.params,
+                    },
+                    j,
+                )
+            };
+            let members_len = members.len();
+            batch_gradients(self.task, d, m, total, members_len, &net, out, stride, step);
+        }
+    }
+
+    fn apply(
+        &self,
+        group: usize,
+        k: usize,
+        unit: &mut MlpUnit,
+        stats: &mut [f64],
+        _scratch: &mut MlpScratch,
+    ) {
+        let cfg = &self.configs[k];
+        let np = self.n_params[k];
+        optimizer_step(
+            cfg.optimizer(),
+            cfg.lr(),
+            cfg.weight_decay(),
+            &mut unit.params,
+            &stats[..np],
+            &mut unit.opt,
+        );
+        unit.loss_sum += stats[np];
+        unit.loss_rows += stats[np + 1];
+        unit.batch += 1;
+        let n = self.data.rows_of(group);
+        if unit.batch * cfg.batch_size() >= n {
+            unit.epoch_loss
+                .push(unit.loss_sum / unit.loss_rows.max(1.0));
+            unit.loss_sum = 0.0;
+            unit.loss_rows = 0.0;
+            unit.batch = 0;
+            unit.epoch += 1;
+            if unit.epoch >= cfg.epochs() {
+                unit.done = true;
+                unit.perm = Vec::new();
+            } else {
+                epoch_permutation(
+                    n,
+                    self.seed,
+                    self.streams[group],
+                    unit.epoch,
+                    &mut unit.perm,
+                );
+            }
+        }
+    }
+}
+
+/// One fitted network.
+#[derive(Debug, Clone)]
+pub struct FittedUnit {
+    /// The model (with its group's standardisation).
+    pub model: MlpModel,
+    /// Epochs taken.
+    pub iterations: u32,
+}
+
+/// What [`fit_grouped`] needs besides the layout and the grid.
+#[derive(Debug, Clone, Copy)]
+pub struct FitOptions<'a> {
+    /// Binary or regression.
+    pub task: Task,
+    /// Groups to fit (`n_groups + 1` entries, the last the global model).
+    pub fit: &'a [bool],
+    /// Each group's RNG stream id (independent of which other groups exist).
+    pub streams: &'a [u64],
+    /// The run's seed.
+    pub seed: u64,
+    /// Strategy of the pass driver.
+    pub strategy: Strategy,
+    /// Worker threads.
+    pub workers: usize,
+}
+
+/// Fits every config of every group with `fit[g]`; returns, per group, one
+/// [`FittedUnit`] per config (empty for groups not fitted), plus the driver's
+/// report and the floating-point operations of the training steps.
+pub fn fit_grouped(
+    data: &MlpData,
+    configs: &[MlpConfig],
+    opt: FitOptions<'_>,
+    progress: &mut dyn FnMut(PassProgress),
+) -> (Vec<Vec<FittedUnit>>, RunReport, f64) {
+    let family = MlpPass::new(data, opt.task, configs, opt.streams, opt.seed);
+    let n_units_groups = opt.fit.len();
+    let units = family.initial_units(opt.fit);
+    let mut max_passes = 1;
+    let mut flops = 0.0;
+    for g in (0..n_units_groups).filter(|&g| opt.fit[g]) {
+        let n = data.rows_of(g);
+        for c in configs {
+            let steps = n.div_ceil(c.batch_size()) * c.epochs() as usize;
+            max_passes = max_passes.max(steps + 1);
+            flops += c.flops_per_row(data.d()) * n as f64 * c.epochs() as f64;
+        }
+    }
+    if let Some(path) = std::env::var_os("GROUPFIT_MLP_DUMP") {
+        dump_schedule(std::path::Path::new(&path), data, configs, &family, &units);
+    }
+    let ranges = family.slot_ranges();
+    let (units, report) = run_passes(
+        &family,
+        units,
+        &ranges,
+        opt.strategy,
+        opt.workers,
+        max_passes,
+        progress,
+    );
+    let fitted = units
+        .into_iter()
+        .enumerate()
+        .map(|(g, us)| {
+            us.into_iter()
+                .enumerate()
+                .map(|(k, u)| FittedUnit {
+                    iterations: u.epoch,
+                    model: MlpModel::from_flat(
+                        &u.params,
+                        &family.widths[k],
+                        data.mean(g).to_vec(),
+                        data.std(g).to_vec(),
+                        u.epoch_loss,
+                    ),
+                })
+                .collect()
+        })
+        .collect();
+    (fitted, report, flops)
+}
+
+/// `GROUPFIT_MLP_DUMP=FILE`: writes, for every fitted group, its training
+/// rows (file row indices, in the order permutations index), each config's
+/// initial parameters and each epoch's permutation, as JSON — what an
+/// independent reference implementation needs to replay training. Meant for
+/// tests on small data; it does not change what is trained.
+fn dump_schedule(
+    path: &std::path::Path,
+    data: &MlpData,
+    configs: &[MlpConfig],
+    family: &MlpPass<'_>,
+    units: &[Vec<MlpUnit>],
+) {
+    let mut groups = Vec::new();
+    for (g, us) in units.iter().enumerate() {
+        if us.is_empty() {
+            continue;
+        }
+        let n = data.rows_of(g);
+        let epochs = configs.iter().map(|c| c.epochs()).max().unwrap_or(0);
+        let mut perms = Vec::new();
+        let mut p = Vec::new();
+        for e in 0..epochs {
+            epoch_permutation(n, family.seed, family.streams[g], e, &mut p);
+            perms.push(p.clone());
+        }
+        groups.push(serde_json::json!({
+            "group": g,
+            "rows": data.source_rows(g),
+            "mean": data.mean(g),
+            "std": data.std(g),
+            "init": us.iter().map(|u| &u.params).collect::<Vec<_>>(),
+            "widths": family.widths,
+            "permutations": perms,
+        }));
+    }
+    let doc = serde_json::json!({ "groups": groups });
+    if let Err(e) = std::fs::write(path, doc.to_string()) {
+        eprintln!(
+            "warning: GROUPFIT_MLP_DUMP: cannot write '{}': {e}",
+            path.display()
+        );
+    }
+}
+
+/// The MLP family behind `--model mlp`.
+pub struct Mlp;
+
+/// A group's RNG stream id: a stable hash of its key (the global model's
+/// stream is a fixed tag), so it does not depend on which other groups exist.
+pub fn group_stream(key: Option<&crate::data::keys::GroupKey>) -> u64 {
+    match key {
+        Some(k) => super::stable_hash(
+            serde_json::to_string(k)
+                .expect("a key serialises")
+                .as_bytes(),
+        ),
+        None => super::stable_hash(b"<groupfit global model>"),
+    }
+}
+
+/// Training mean of each feature over `rows` (NaN skipped; 0 if none).
+fn training_means(columns: &[Column], rows: &[u32]) -> Vec<f64> {
+    columns
+        .iter()
+        .map(|c| {
+            let (s, n) =
+                crate::with_values!(c, |v| rows.iter().fold((0.0, 0usize), |(s, n), &r| {
+                    let a = v[r as usize] as f64;
+                    if a.is_nan() {
+                        (s, n)
+                    } else {
+                        (s + a, n + 1)
+                    }
+                }));
+            if n > 0 {
+                s / n as f64
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
+/// Imputation values, the layout and every group's RNG stream.
+fn prepare(data: &crate::family::TrainData<'_>) -> (Vec<f64>, MlpData, Vec<u64>) {
+    let impute = training_means(data.columns, data.rows);
+    let layout = MlpData::build(MlpInput {
+        columns: data.columns,
+        target: data.target,
+        rows: data.rows,
+        group_of: data.group_of,
+        n_groups: data.n_groups,
+        fit: data.fit,
+        impute: &impute,
+        threads: data.threads,
+    });
+    let streams: Vec<u64> = (0..=data.n_groups)
+        .map(|g| group_stream(data.keys.get(g)))
+        .collect();
+    (impute, layout, streams)
+}
+
+impl crate::family::Family for Mlp {
+    fn name(&self) -> &'static str {
+        "mlp"
+    }
+
+    fn check(&self, configs: &[crate::tune::ConfigEntry]) -> crate::error::Result<()> {
+        super::configs(configs).map(|_| ())
+    }
+
+    fn explain(
+        &self,
+        data: &crate::family::TrainData<'_>,
+        configs: &[crate::tune::ConfigEntry],
+    ) -> crate::error::Result<crate::exec::Explain> {
+        let configs = super::configs(configs)?;
+        let (_, layout, streams) = prepare(data);
+        let family = MlpPass::new(&layout, data.task, &configs, &streams, data.seed);
+        let units = family.initial_units(data.fit);
+        Ok(crate::exec::explain(
+            &family,
+            units,
+            &family.slot_ranges(),
+            data.threads,
+        ))
+    }
+
+    fn fit(
+        &self,
+        data: &crate::family::TrainData<'_>,
+        configs: &[crate::tune::ConfigEntry],
+        on: &mut dyn FnMut(PassProgress),
+    ) -> crate::error::Result<crate::family::FamilyFit> {
+        let configs = super::configs(configs)?;
+        let t = std::time::Instant::now();
+        let (impute, layout, streams) = prepare(data);
+        if crate::exec::trace() {
+            eprintln!(
+                "[groupfit] mlp layout: {:.1} ms",
+                t.elapsed().as_secs_f64() * 1e3
+            );
+        }
+        let (fitted, report, flops) = fit_grouped(
+            &layout,
+            &configs,
+            FitOptions {
+                task: data.task,
+                fit: data.fit,
+                streams: &streams,
+                seed: data.seed,
+                strategy: data.strategy,
+                workers: data.threads,
+            },
+            on,
+        );
+        if crate::exec::trace() {
+            eprintln!(
+                "[groupfit] mlp training steps: {:.3} GFLOP in {:.3} s of passes = {:.2} GFLOP/s",
+                flops / 1e9,
+                report.passes_s,
+                flops / 1e9 / report.passes_s.max(1e-9)
+            );
+        }
+        let units = fitted
+            .into_iter()
+            .map(|us| {
+                us.into_iter()
+                    .map(|u| crate::family::UnitFit {
+                        model: crate::store::FittedModel::Mlp(u.model),
+                        iterations: u.iterations,
+                        converged: true,
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok(crate::family::FamilyFit {
+            units,
+            impute,
+            report,
+        })
+    }
+}
