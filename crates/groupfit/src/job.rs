@@ -15,24 +15,22 @@ use arrow_schema::{DataType, Field, Schema};
 use serde::{Deserialize, Serialize};
 
 use crate::data::keys::{display_key, GroupEncoder};
-use crate::data::layout::{GroupedMatrix, LayoutInput};
 use crate::data::{
     default_features, is_numeric, missing_column, numeric_column, parquet_schema, read_parquet,
     row_uniform, Column, Task,
 };
 use crate::error::{GroupfitError, Result};
 use crate::exec::PassProgress;
-use crate::linear::grouped::{fit_grouped, FittedUnit};
-use crate::linear::{sigmoid, LinearModel};
+use crate::family::{family, Family, FamilyFit, TrainData, UnitFit, ValidData};
 use crate::metrics;
 use crate::plan::Strategy;
 use crate::store::{
     FittedModel, GlobalEntry, GroupEntry, ModelBundle, Route, Scores, FORMAT_VERSION,
 };
-use crate::tune::{linear_configs, Grid};
+use crate::tune::{ConfigEntry, Grid};
 
-/// Model families `train` knows.
-pub const MODELS: &[&str] = &["linear"];
+/// Model families `train` knows (see [`crate::family`]).
+pub use crate::family::MODELS;
 
 /// What to train. Build it with struct-update syntax over [`TrainSpec::new`].
 #[derive(Debug, Clone)]
@@ -133,9 +131,10 @@ pub struct Summary {
     pub configs: usize,
     /// The strategy that ran.
     pub strategy: String,
-    /// Seconds reading, encoding and laying out the data.
+    /// Seconds reading, checking and group-encoding the data and splitting off
+    /// the validation rows (a family's own data layout counts in `train_s`).
     pub load_s: f64,
-    /// Seconds fitting and selecting.
+    /// Seconds laying out the data for the family, fitting and selecting.
     pub train_s: f64,
     /// Seconds for the whole job.
     pub wall_s: f64,
@@ -299,26 +298,92 @@ fn argmin(v: &[f64]) -> usize {
     best
 }
 
-/// Trains one model per (group, config), selects per group, and returns the bundle.
+/// Trains one model per (group, config) from Parquet files (`spec.data`,
+/// `spec.valid`), selects per group, and returns the bundle.
 pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput> {
     let t0 = Instant::now();
-    let stamp = |what: &str| {
-        if crate::exec::trace() {
-            eprintln!(
-                "[groupfit] {what}: {:.1} ms",
-                t0.elapsed().as_secs_f64() * 1e3
-            );
-        }
-    };
-    if !MODELS.contains(&spec.model.as_str()) {
-        return Err(GroupfitError::arg(format!(
-            "unknown model '{}' (available: {})",
-            spec.model,
-            MODELS.join(", ")
-        )));
+    let (family, points) = prepare(spec)?;
+    let path = spec.data.as_path();
+    let schema = parquet_schema(path)?;
+    let features = resolve_features(spec, &schema, path)?;
+    if let Some(vp) = &spec.valid {
+        check_columns(vp, &*parquet_schema(vp)?, &spec.by, &spec.target, &features)?;
     }
+    on(Event::Stage("reading"));
+    let wanted = wanted_columns(spec, &features);
+    let threads = resolve_threads(spec.threads);
+    let batch = read_parquet(path, &wanted, threads)?;
+    let valid = match &spec.valid {
+        Some(vp) => Some((read_parquet(vp, &wanted, threads)?, vp.as_path())),
+        None => None,
+    };
+    trace_stamp(t0, "read parquet");
+    fit_tables(
+        spec,
+        family.as_ref(),
+        points,
+        features,
+        (&batch, path),
+        valid.as_ref().map(|(b, p)| (b, *p)),
+        t0,
+        on,
+    )
+}
+
+/// Trains from in-memory Arrow data: `train` holds the training rows,
+/// `valid` (when given) the validation rows, and `spec.data` / `spec.valid`
+/// only name them in messages. Without `valid`, `spec.valid_fraction` of the
+/// training rows are held out as in [`train`].
+pub fn train_table(
+    spec: &TrainSpec,
+    train: &RecordBatch,
+    valid: Option<&RecordBatch>,
+    on: &mut dyn FnMut(Event),
+) -> Result<TrainOutput> {
+    let t0 = Instant::now();
+    let (family, points) = prepare(spec)?;
+    let path = spec.data.as_path();
+    let features = resolve_features(spec, &train.schema(), path)?;
+    let wanted = wanted_columns(spec, &features);
+    let batch = project(train, &wanted, path)?;
+    let vlabel = spec
+        .valid
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("validation data"));
+    let vbatch = match valid {
+        Some(v) => {
+            check_columns(&vlabel, &v.schema(), &spec.by, &spec.target, &features)?;
+            Some(project(v, &wanted, &vlabel)?)
+        }
+        None => None,
+    };
+    fit_tables(
+        spec,
+        family.as_ref(),
+        points,
+        features,
+        (&batch, path),
+        vbatch.as_ref().map(|b| (b, vlabel.as_path())),
+        t0,
+        on,
+    )
+}
+
+/// Prints a stage time under `GROUPFIT_TRACE`.
+fn trace_stamp(t0: Instant, what: &str) {
+    if crate::exec::trace() {
+        eprintln!(
+            "[groupfit] {what}: {:.1} ms",
+            t0.elapsed().as_secs_f64() * 1e3
+        );
+    }
+}
+
+/// Checks the arguments that need no data; returns the family and the grid.
+fn prepare(spec: &TrainSpec) -> Result<(Box<dyn Family>, Vec<ConfigEntry>)> {
+    let fam = family(&spec.model)?;
     let points = Grid::parse(&spec.params)?.points();
-    let configs = linear_configs(&points)?;
+    fam.check(&points)?;
     if spec.by.is_empty() {
         return Err(GroupfitError::arg(
             "at least one key column is needed (--by)",
@@ -333,13 +398,16 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
     if spec.min_rows == 0 {
         return Err(GroupfitError::arg("--min-rows must be at least 1"));
     }
-    let path = spec.data.as_path();
-    let schema = parquet_schema(path)?;
+    Ok((fam, points))
+}
+
+/// The feature list (given or defaulted), checked against `schema`.
+fn resolve_features(spec: &TrainSpec, schema: &Schema, path: &Path) -> Result<Vec<String>> {
     let features = match &spec.features {
         Some(f) => f.clone(),
-        None => default_features(&schema, &spec.by, Some(&spec.target)),
+        None => default_features(schema, &spec.by, Some(&spec.target)),
     };
-    check_columns(path, &schema, &spec.by, &spec.target, &features)?;
+    check_columns(path, schema, &spec.by, &spec.target, &features)?;
     if let Some(f) = features
         .iter()
         .find(|f| spec.by.contains(f) || **f == spec.target)
@@ -354,15 +422,49 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
             path.display()
         )));
     }
+    Ok(features)
+}
 
-    on(Event::Stage("reading"));
-    let nk = spec.by.len();
+/// Keys, then the target, then the features.
+fn wanted_columns(spec: &TrainSpec, features: &[String]) -> Vec<String> {
     let mut wanted = spec.by.clone();
     wanted.push(spec.target.clone());
     wanted.extend(features.iter().cloned());
+    wanted
+}
+
+/// The columns `wanted` of `batch`, in that order.
+fn project(batch: &RecordBatch, wanted: &[String], path: &Path) -> Result<RecordBatch> {
+    let schema = batch.schema();
+    let idx = wanted
+        .iter()
+        .map(|c| {
+            schema
+                .index_of(c)
+                .map_err(|_| missing_column(c, path, &schema))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    batch
+        .project(&idx)
+        .map_err(|e| GroupfitError::arg(format!("cannot select columns: {e}")))
+}
+
+/// The shared body of [`train`] and [`train_table`]: `train` and `valid` hold
+/// the keys, the target and the features, in that order.
+#[allow(clippy::too_many_arguments)]
+fn fit_tables(
+    spec: &TrainSpec,
+    family: &dyn Family,
+    points: Vec<ConfigEntry>,
+    features: Vec<String>,
+    (batch, path): (&RecordBatch, &Path),
+    valid: Option<(&RecordBatch, &Path)>,
+    t0: Instant,
+    on: &mut dyn FnMut(Event),
+) -> Result<TrainOutput> {
+    let stamp = |what: &str| trace_stamp(t0, what);
+    let nk = spec.by.len();
     let threads = resolve_threads(spec.threads);
-    let batch = read_parquet(path, &wanted, threads)?;
-    stamp("read parquet");
     let n = batch.num_rows();
     if n == 0 {
         return Err(GroupfitError::EmptyInput {
@@ -389,7 +491,7 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
         if target[i].is_nan() {
             continue;
         }
-        if spec.valid.is_none() && row_uniform(spec.seed, i as u64) < spec.valid_fraction {
+        if valid.is_none() && row_uniform(spec.seed, i as u64) < spec.valid_fraction {
             held_out.push(i as u32);
         } else {
             train_rows.push(i as u32);
@@ -438,87 +540,62 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
     }
     let n_groups = keys.len();
     drop(enc);
-
-    stamp("split and imputation");
-    let matrix = GroupedMatrix::build(LayoutInput {
-        columns: &cols,
-        target: &target,
-        rows: &train_rows,
-        group_of: &train_gid,
-        n_groups,
-        with_global: true,
-        threads,
-    })?;
-    let impute = matrix.impute().to_vec();
-    stamp("layout");
-    let load_s = t0.elapsed().as_secs_f64();
-    let t_train = Instant::now();
+    stamp("split");
 
     // Which groups get their own models.
+    let mut n_rows = vec![0usize; n_groups + 1];
+    let mut n_pos = vec![0usize; n_groups + 1];
+    for (&r, &g) in train_rows.iter().zip(&train_gid) {
+        n_rows[g as usize] += 1;
+        n_pos[g as usize] += (target[r as usize] == 1.0) as usize;
+    }
+    n_rows[n_groups] = train_rows.len();
+    n_pos[n_groups] = n_pos[..n_groups].iter().sum();
     let mut fit = vec![false; n_groups + 1];
     let mut fallback_reason: Vec<Option<String>> = vec![None; n_groups];
     let mut fallbacks = Fallbacks {
         min_rows: spec.min_rows,
         ..Fallbacks::default()
     };
-    let both_classes = |y: &[f64]| y.iter().any(|&v| v == 0.0) && y.iter().any(|&v| v == 1.0);
+    let one_class = |g: usize| n_pos[g] == 0 || n_pos[g] == n_rows[g];
     for g in 0..n_groups {
-        let y = matrix.y(matrix.range(g));
-        if y.len() < spec.min_rows {
+        if n_rows[g] < spec.min_rows {
             fallbacks.few_rows += 1;
             fallback_reason[g] = Some(format!(
                 "{} training rows < --min-rows {}",
-                y.len(),
-                spec.min_rows
+                n_rows[g], spec.min_rows
             ));
-        } else if task == Task::Binary && !both_classes(y) {
+        } else if task == Task::Binary && one_class(g) {
             fallbacks.one_class += 1;
-            fallback_reason[g] = Some(format!("one class only ({}) in training", y[0]));
+            let class = if n_pos[g] == 0 { 0.0 } else { 1.0 };
+            fallback_reason[g] = Some(format!("one class only ({class}) in training"));
         } else {
             fit[g] = true;
         }
     }
     fit[n_groups] = true;
-    if task == Task::Binary && !both_classes(matrix.y(matrix.range(n_groups))) {
+    if task == Task::Binary && one_class(n_groups) {
         return Err(GroupfitError::SingleClass {
             column: spec.target.clone(),
             path: path.display().to_string(),
-            value: matrix.y(matrix.range(n_groups))[0],
+            value: if n_pos[n_groups] == 0 { 0.0 } else { 1.0 },
         });
     }
 
-    on(Event::Stage("training"));
-    let (fitted, report) = fit_grouped(
-        &matrix,
-        task,
-        &configs,
-        &fit,
-        spec.strategy,
-        threads,
-        &mut |p| on(Event::Pass(p)),
-    );
-    stamp("fit");
-    let not_converged = fitted.iter().flatten().filter(|u| !u.converged).count();
-
     // Validation rows.
-    on(Event::Stage("scoring"));
-    let valid_batch;
-    let valid_cols;
     let valid_target;
-    let rows = if let Some(vp) = &spec.valid {
-        let vschema = parquet_schema(vp)?;
-        check_columns(vp, &vschema, &spec.by, &spec.target, &features)?;
-        valid_batch = read_parquet(vp, &wanted, threads)?;
-        valid_target = numeric_column(valid_batch.column(nk), &spec.target, vp, true)?;
+    let valid_cols;
+    let (vcols, vtarget, vidx, vgid) = if let Some((vb, vp)) = valid {
+        valid_target = numeric_column(vb.column(nk), &spec.target, vp, true)?;
         if task == Task::Binary {
             check_binary(&valid_target, &spec.target, vp)?;
         }
         valid_cols = features
             .iter()
             .enumerate()
-            .map(|(j, f)| Column::from_array(valid_batch.column(nk + 1 + j), f, vp, true))
+            .map(|(j, f)| Column::from_array(vb.column(nk + 1 + j), f, vp, true))
             .collect::<Result<Vec<_>>>()?;
-        let lookup = GroupEncoder::from_keys(&keys).lookup(&valid_batch.columns()[..nk])?;
+        let lookup = GroupEncoder::from_keys(&keys).lookup(&vb.columns()[..nk])?;
         let mut idx = Vec::new();
         let mut gid = Vec::new();
         for (i, g) in lookup.into_iter().enumerate() {
@@ -529,13 +606,7 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
                 gid.push(g);
             }
         }
-        ScoreRows {
-            cols: &valid_cols,
-            impute: &impute,
-            target: &valid_target,
-            idx,
-            gid,
-        }
+        (&valid_cols[..], &valid_target[..], idx, gid)
     } else {
         let gid = held_out
             .iter()
@@ -544,16 +615,52 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
                 (g != u32::MAX).then_some(g)
             })
             .collect();
-        ScoreRows {
-            cols: &cols,
-            impute: &impute,
-            target: &target,
-            idx: held_out,
-            gid,
-        }
+        (&cols[..], &target[..], held_out, gid)
     };
     stamp("validation data");
-    let selection = select(task, &rows, &fitted, n_groups, configs.len(), threads)?;
+    let load_s = t0.elapsed().as_secs_f64();
+    let t_train = Instant::now();
+
+    on(Event::Stage("training"));
+    let fitted = family.fit(
+        &TrainData {
+            task,
+            columns: &cols,
+            target: &target,
+            rows: &train_rows,
+            group_of: &train_gid,
+            n_groups,
+            fit: &fit,
+            valid: ValidData {
+                columns: vcols,
+                target: vtarget,
+                idx: &vidx,
+                gid: &vgid,
+            },
+            strategy: spec.strategy,
+            threads,
+            seed: spec.seed,
+        },
+        &points,
+        &mut |p| on(Event::Pass(p)),
+    )?;
+    stamp("fit");
+    let FamilyFit {
+        units: fitted,
+        impute,
+        report,
+    } = fitted;
+    let not_converged = fitted.iter().flatten().filter(|u| !u.converged).count();
+
+    on(Event::Stage("scoring"));
+    let rows = ScoreRows {
+        cols: vcols,
+        impute: &impute,
+        target: vtarget,
+        idx: vidx,
+        gid: vgid,
+    };
+    let selection = select(task, &rows, &fitted, n_groups, points.len(), threads)?;
     stamp("selection");
 
     // Assemble the bundle.
@@ -570,14 +677,9 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
         let own = fit[g];
         let (route, config, model, iterations) = if own {
             let k = sel.chosen.unwrap_or(selection.global_config);
-            let u: &FittedUnit = &fitted[g][k];
+            let u: &UnitFit = &fitted[g][k];
             *chosen_configs.entry(points[k].name.clone()).or_default() += 1;
-            (
-                Route::Own,
-                Some(k),
-                Some(FittedModel::Linear(u.model.clone())),
-                u.iterations,
-            )
+            (Route::Own, Some(k), Some(u.model.clone()), u.iterations)
         } else {
             (Route::Global, None, None, 0)
         };
@@ -597,7 +699,7 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
         }
         groups.push(GroupEntry {
             key: keys[g].clone(),
-            n_train: matrix.rows_of(g),
+            n_train: n_rows[g],
             n_valid: sel.n_valid,
             route,
             fallback: fallback_reason[g].clone(),
@@ -613,8 +715,8 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
     let train_s = t_train.elapsed().as_secs_f64();
     let summary = Summary {
         groups: n_groups,
-        models: fit.iter().filter(|&&f| f).count() * configs.len(),
-        configs: configs.len(),
+        models: fit.iter().filter(|&&f| f).count() * points.len(),
+        configs: points.len(),
         strategy: report.strategy.name().to_string(),
         load_s,
         train_s,
@@ -635,7 +737,7 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
             None
         },
         groups_scored: n_scored,
-        model: spec.model.clone(),
+        model: family.name().to_string(),
         task,
         task_inferred,
         features: features.clone(),
@@ -654,16 +756,16 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
     let bundle = ModelBundle {
         format_version: FORMAT_VERSION,
         groupfit_version: env!("CARGO_PKG_VERSION").to_string(),
-        family: spec.model.clone(),
+        family: family.name().to_string(),
         task,
         key_columns: spec.by.clone(),
         features,
         target: spec.target.clone(),
-        impute: impute.clone(),
+        impute,
         configs: points,
         global: GlobalEntry {
             config: selection.global_config,
-            model: FittedModel::Linear(global_units[selection.global_config].model.clone()),
+            model: global_units[selection.global_config].model.clone(),
             valid: selection.global_scores,
         },
         groups,
@@ -727,7 +829,7 @@ fn par_map<T: Send>(
 fn select(
     task: Task,
     rows: &ScoreRows<'_>,
-    fitted: &[Vec<FittedUnit>],
+    fitted: &[Vec<UnitFit>],
     n_groups: usize,
     n_configs: usize,
     threads: usize,
@@ -757,7 +859,7 @@ fn select(
     }
     // Feature columns in that order (column-major), imputed.
     let xc: Vec<Vec<f64>> = par_map(d, threads, &|_| 1, &|j| {
-        let fill = rows.impute[j];
+        let fill = rows.impute.get(j).copied().unwrap_or(f64::NAN);
         crate::with_values!(rows.cols[j], |v| order
             .iter()
             .map(|&i| {
@@ -774,17 +876,8 @@ fn select(
         .iter()
         .map(|&i| rows.target[rows.idx[i] as usize])
         .collect();
-    let predict = |m: &LinearModel, range: std::ops::Range<usize>| -> Vec<f64> {
-        let mut z = vec![m.intercept; range.len()];
-        for (w, col) in m.coef.iter().zip(&xc) {
-            for (zv, &xv) in z.iter_mut().zip(&col[range.clone()]) {
-                *zv += w * xv;
-            }
-        }
-        if task == Task::Binary {
-            z.iter_mut().for_each(|v| *v = sigmoid(*v));
-        }
-        z
+    let predict = |m: &FittedModel, range: std::ops::Range<usize>| -> Vec<f64> {
+        m.predict_columns(task, &xc, range)
     };
     // Global model: chosen on all validation rows pooled.
     let global = &fitted[n_groups];
@@ -874,6 +967,21 @@ pub fn predict_batch(
     let mut wanted = bundle.key_columns.clone();
     wanted.extend(bundle.features.iter().cloned());
     let batch = read_parquet(data, &wanted, resolve_threads(0))?;
+    predict_table(bundle, &batch, data, with_route)
+}
+
+/// [`predict_batch`] for in-memory Arrow data: `batch` must hold the bundle's
+/// key and feature columns (others are ignored); `label` names it in messages.
+pub fn predict_table(
+    bundle: &ModelBundle,
+    batch: &RecordBatch,
+    label: &Path,
+    with_route: bool,
+) -> Result<(RecordBatch, PredictReport)> {
+    let data = label;
+    let mut wanted = bundle.key_columns.clone();
+    wanted.extend(bundle.features.iter().cloned());
+    let batch = project(batch, &wanted, data)?;
     let nk = bundle.key_columns.len();
     let keys: Vec<ArrayRef> = batch.columns()[..nk].to_vec();
     let preds = bundle.predict(&keys, &batch.columns()[nk..], data)?;

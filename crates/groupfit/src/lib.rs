@@ -21,6 +21,7 @@
 //! ## Map of the crate
 //!
 //! * [`data`] — Parquet ingest, group encoding, the group-sorted layout.
+//! * [`family`] — the interface every model family implements.
 //! * [`linear`] — the linear family: params, fitted model, Newton partial steps.
 //! * [`plan`] — work units, shards and the strategies that place them.
 //! * [`exec`] — the pass driver and the partial-step trait families implement.
@@ -35,6 +36,7 @@
 pub mod data;
 pub mod error;
 pub mod exec;
+pub mod family;
 pub mod job;
 pub mod linear;
 pub mod metrics;

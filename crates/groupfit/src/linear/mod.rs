@@ -176,6 +176,25 @@ impl LinearModel {
         }
     }
 
+    /// Predictions for rows `range` of column-major features (`cols[j][i]`).
+    pub fn predict_columns(
+        &self,
+        task: Task,
+        cols: &[Vec<f64>],
+        range: std::ops::Range<usize>,
+    ) -> Vec<f64> {
+        let mut z = vec![self.intercept; range.len()];
+        for (w, col) in self.coef.iter().zip(cols) {
+            for (zv, &xv) in z.iter_mut().zip(&col[range.clone()]) {
+                *zv += w * xv;
+            }
+        }
+        if task == Task::Binary {
+            z.iter_mut().for_each(|v| *v = sigmoid(*v));
+        }
+        z
+    }
+
     /// Maps weights of the standardised space (`x' = (x - mean) / scale`, last
     /// entry the intercept) back to the raw feature space.
     pub fn from_standardised(w: &[f64], mean: &[f64], scale: &[f64]) -> LinearModel {

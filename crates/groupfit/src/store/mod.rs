@@ -14,6 +14,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::ops::Range;
 use std::path::Path;
 
 use arrow_array::ArrayRef;
@@ -39,12 +40,38 @@ pub enum FittedModel {
 }
 
 impl FittedModel {
-    /// Prediction for one row of raw, imputed features.
+    /// Prediction for one row of raw features (imputed as the bundle says).
     pub fn predict_row(&self, task: Task, x: &[f64]) -> f64 {
         match self {
             FittedModel::Linear(m) => m.predict_row(task, x),
         }
     }
+
+    /// Predictions for rows `range` of column-major features (`cols[j][i]`),
+    /// imputed as the bundle says.
+    pub fn predict_columns(&self, task: Task, cols: &[Vec<f64>], range: Range<usize>) -> Vec<f64> {
+        match self {
+            FittedModel::Linear(m) => m.predict_columns(task, cols, range),
+        }
+    }
+}
+
+/// Row-at-a-time [`FittedModel::predict_columns`] for families without a
+/// column-wise kernel: gathers each row and calls `f`.
+pub fn predict_by_rows(
+    cols: &[Vec<f64>],
+    range: Range<usize>,
+    mut f: impl FnMut(&[f64]) -> f64,
+) -> Vec<f64> {
+    let mut row = vec![0.0; cols.len()];
+    range
+        .map(|i| {
+            for (r, c) in row.iter_mut().zip(cols) {
+                *r = c[i];
+            }
+            f(&row)
+        })
+        .collect()
 }
 
 /// Validation scores of one model on one group's validation rows.
@@ -131,7 +158,8 @@ pub struct ModelBundle {
     pub features: Vec<String>,
     /// The target column name.
     pub target: String,
-    /// Value substituted for a missing feature (the training mean).
+    /// Value substituted for a missing feature (linear: the training mean);
+    /// empty when the family takes missing values natively.
     pub impute: Vec<f64>,
     /// The grid.
     pub configs: Vec<ConfigEntry>,
@@ -280,7 +308,10 @@ impl ModelBundle {
         for i in 0..n {
             for (j, c) in cols.iter().enumerate() {
                 let v = c.get(i);
-                row[j] = if v.is_nan() { self.impute[j] } else { v };
+                row[j] = match self.impute.get(j) {
+                    Some(&fill) if v.is_nan() => fill,
+                    _ => v,
+                };
             }
             let model = match gid[i].map(|g| &self.groups[g as usize]) {
                 Some(GroupEntry {

@@ -1,0 +1,176 @@
+//! Model families: how `job::train` reaches linear models, trees and networks
+//! through one interface.
+//!
+//! A family gets the prepared training data ([`TrainData`]: raw feature
+//! columns, target, training rows with their dense group ids, which groups get
+//! their own models, the validation rows) and the grid, and returns one fitted
+//! model per (group, config) unit ([`FamilyFit`]). Everything around it —
+//! reading, group encoding, the split, fallbacks, validation scoring, config
+//! selection, the bundle — is shared and lives in [`crate::job`].
+//!
+//! Adding a family: implement [`Family`], add a match arm to [`family`] and its
+//! name to [`MODELS`], and a variant to [`crate::store::FittedModel`].
+
+use crate::data::layout::{GroupedMatrix, LayoutInput};
+use crate::data::{Column, Task};
+use crate::error::{GroupfitError, Result};
+use crate::exec::{PassProgress, RunReport};
+use crate::linear::grouped::fit_grouped;
+use crate::plan::Strategy;
+use crate::store::FittedModel;
+use crate::tune::{linear_configs, ConfigEntry};
+
+/// Model families `train` knows, as named by `--model`.
+pub const MODELS: &[&str] = &["linear"];
+
+/// The family called `name`.
+pub fn family(name: &str) -> Result<Box<dyn Family>> {
+    match name {
+        "linear" => Ok(Box::new(Linear)),
+        _ => Err(GroupfitError::arg(format!(
+            "unknown model '{name}' (available: {})",
+            MODELS.join(", ")
+        ))),
+    }
+}
+
+/// Validation rows: indices into `columns`/`target`, with each row's dense
+/// group (`None`: a group not in the training data).
+#[derive(Debug, Clone, Copy)]
+pub struct ValidData<'a> {
+    /// Raw feature columns (NaN = missing), in feature order.
+    pub columns: &'a [Column],
+    /// Target values.
+    pub target: &'a [f64],
+    /// Validation rows (indices into `columns` and `target`).
+    pub idx: &'a [u32],
+    /// Dense group of each validation row.
+    pub gid: &'a [Option<u32>],
+}
+
+/// The prepared training data a family fits.
+#[derive(Debug, Clone, Copy)]
+pub struct TrainData<'a> {
+    /// Binary or regression.
+    pub task: Task,
+    /// Raw feature columns over all rows of the training input (NaN = missing).
+    pub columns: &'a [Column],
+    /// Target over all rows of the training input.
+    pub target: &'a [f64],
+    /// Training rows (indices into `columns`/`target`), target never NaN.
+    pub rows: &'a [u32],
+    /// Dense group id of each training row.
+    pub group_of: &'a [u32],
+    /// Groups (dense ids `0..n_groups`).
+    pub n_groups: usize,
+    /// `n_groups + 1` flags: which groups get their own models; the last entry
+    /// is the global model, fitted on every training row (always set).
+    pub fit: &'a [bool],
+    /// Validation rows (for early stopping; selection happens in `job`).
+    pub valid: ValidData<'a>,
+    /// Execution strategy.
+    pub strategy: Strategy,
+    /// Worker threads (resolved, at least 1).
+    pub threads: usize,
+    /// Seed of any randomised part of the family.
+    pub seed: u64,
+}
+
+/// One fitted (group, config) unit.
+#[derive(Debug, Clone)]
+pub struct UnitFit {
+    /// The model, ready to predict raw (imputed per [`FamilyFit::impute`]) rows.
+    pub model: FittedModel,
+    /// Iterations (Newton steps, boosting rounds, epochs) taken.
+    pub iterations: u32,
+    /// Whether it met its stopping criterion (rather than an iteration limit).
+    pub converged: bool,
+}
+
+/// What a family returns.
+#[derive(Debug, Clone)]
+pub struct FamilyFit {
+    /// Per group (`n_groups + 1`, the global model last): empty when the group
+    /// is not fitted, otherwise one unit per config in grid order.
+    pub units: Vec<Vec<UnitFit>>,
+    /// Per-feature values replacing NaN before `predict_row`; empty: no
+    /// imputation, NaN reaches the model.
+    pub impute: Vec<f64>,
+    /// What the pass driver did.
+    pub report: RunReport,
+}
+
+/// A model family.
+pub trait Family {
+    /// Its `--model` name.
+    fn name(&self) -> &'static str;
+    /// Checks the grid's parameters (before any data is read).
+    fn check(&self, configs: &[ConfigEntry]) -> Result<()>;
+    /// Fits every (group, config) unit with `data.fit[g]` set.
+    fn fit(
+        &self,
+        data: &TrainData<'_>,
+        configs: &[ConfigEntry],
+        on: &mut dyn FnMut(PassProgress),
+    ) -> Result<FamilyFit>;
+}
+
+/// Regularised linear and logistic regression (sklearn's objective).
+pub struct Linear;
+
+impl Family for Linear {
+    fn name(&self) -> &'static str {
+        "linear"
+    }
+
+    fn check(&self, configs: &[ConfigEntry]) -> Result<()> {
+        linear_configs(configs).map(|_| ())
+    }
+
+    fn fit(
+        &self,
+        data: &TrainData<'_>,
+        configs: &[ConfigEntry],
+        on: &mut dyn FnMut(PassProgress),
+    ) -> Result<FamilyFit> {
+        let configs = linear_configs(configs)?;
+        let matrix = GroupedMatrix::build(LayoutInput {
+            columns: data.columns,
+            target: data.target,
+            rows: data.rows,
+            group_of: data.group_of,
+            n_groups: data.n_groups,
+            with_global: true,
+            threads: data.threads,
+        })?;
+        if crate::exec::trace() {
+            eprintln!("[groupfit] linear layout built");
+        }
+        let (fitted, report) = fit_grouped(
+            &matrix,
+            data.task,
+            &configs,
+            data.fit,
+            data.strategy,
+            data.threads,
+            on,
+        );
+        let units = fitted
+            .into_iter()
+            .map(|us| {
+                us.into_iter()
+                    .map(|u| UnitFit {
+                        model: FittedModel::Linear(u.model),
+                        iterations: u.iterations,
+                        converged: u.converged,
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok(FamilyFit {
+            units,
+            impute: matrix.impute().to_vec(),
+            report,
+        })
+    }
+}
