@@ -18,6 +18,7 @@ use arrow_pyarrow::{PyArrowType, ToPyArrow};
 use arrow_schema::{ArrowError, DataType, Field, Schema};
 use groupfit::data::Task;
 use groupfit::error::GroupfitError;
+use groupfit::family::{family, Family};
 use groupfit::job::{self, TrainSpec};
 use groupfit::plan::Strategy;
 use groupfit::store::{ModelBundle, Route};
@@ -25,6 +26,8 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+
+mod remote;
 
 create_exception!(
     _native,
@@ -138,12 +141,19 @@ fn parse_strategy(s: &str) -> PyResult<Strategy> {
     Strategy::parse(s).map_err(to_py)
 }
 
+/// Label of in-memory training data in messages.
+const TABLE: &str = "<table>";
+/// Label of in-memory validation data in messages.
+const VALID_TABLE: &str = "<valid table>";
+
 /// Trains on `data` (path or Arrow) and returns the bundle with its summary
 /// (`wall_s` and the bundle's stored summary filled in as the CLI does).
+/// With `remote` (the Ray runner's driver), the units are fitted by it on
+/// `remote_workers` workers (see `remote::RemoteFamily`).
 #[pyfunction]
 #[pyo3(signature = (data, by, target, *, valid=None, valid_fraction=0.2, features=None,
     task=None, model="linear".to_string(), params=Vec::new(), min_rows=10, threads=0, seed=0,
-    strategy="auto".to_string()))]
+    strategy="auto".to_string(), remote=None, remote_workers=2))]
 #[allow(clippy::too_many_arguments)]
 fn train(
     py: Python<'_>,
@@ -160,6 +170,8 @@ fn train(
     threads: usize,
     seed: u64,
     strategy: String,
+    remote: Option<Py<PyAny>>,
+    remote_workers: usize,
 ) -> PyResult<Bundle> {
     let start = std::time::Instant::now();
     let task = task
@@ -170,29 +182,65 @@ fn train(
     let strategy = parse_strategy(&strategy)?;
     let train = Source::from_input(data)?;
     let valid = valid.map(Source::from_input).transpose()?;
-    let out = py.detach(move || -> Result<job::TrainOutput, GroupfitError> {
-        let tmp = tempfile::tempdir()
-            .map_err(|e| GroupfitError::io("create", &std::env::temp_dir(), e))?;
-        let data_path = train.path(tmp.path(), "train.parquet")?;
-        let valid_path = valid
-            .map(|v| v.path(tmp.path(), "valid.parquet"))
-            .transpose()?;
+    let remote = remote.map(|driver| remote::RemoteFamily {
+        driver,
+        workers: remote_workers.max(1),
+        error: Default::default(),
+    });
+    if remote.is_some() && model != "linear" {
+        return Err(ArgumentError::new_err(format!(
+            "the Ray runner fits the linear family only (got model '{model}')"
+        )));
+    }
+    let out = py.detach(|| -> Result<job::TrainOutput, GroupfitError> {
+        let registered;
+        let fam: &dyn Family = match &remote {
+            Some(r) => r,
+            None => {
+                registered = family(&model)?;
+                registered.as_ref()
+            }
+        };
+        let label = |s: &Source, table: &str| match s {
+            Source::Path(p) => p.clone(),
+            Source::Batch(_) => PathBuf::from(table),
+        };
         let spec = TrainSpec {
-            valid: valid_path,
+            valid: valid.as_ref().map(|v| label(v, VALID_TABLE)),
             valid_fraction,
             features,
             task,
-            model,
+            model: model.clone(),
             params,
             min_rows,
             threads,
             seed,
             strategy,
-            ..TrainSpec::new(data_path, by, target)
+            ..TrainSpec::new(label(&train, TABLE), by, target)
         };
-        job::train(&spec, &mut |_| {})
+        match (&train, &valid) {
+            (Source::Path(_), None | Some(Source::Path(_))) => {
+                job::train_with(&spec, fam, &mut |_| {})
+            }
+            _ => {
+                let tb = train.batch(spec.data.as_path())?;
+                let vb = match &valid {
+                    Some(v) => Some(v.batch(spec.valid.as_deref().unwrap())?),
+                    None => None,
+                };
+                job::train_table_with(&spec, fam, &tb, vb.as_ref(), &mut |_| {})
+            }
+        }
     });
+    if let Some(r) = &remote {
+        if let Some(e) = r.error.lock().unwrap().take() {
+            return Err(e);
+        }
+    }
     let mut out = out.map_err(to_py)?;
+    if remote.is_some() {
+        out.summary.strategy = "hybrid".to_string();
+    }
     out.summary.wall_s = start.elapsed().as_secs_f64();
     out.bundle.summary = serde_json::to_value(&out.summary).expect("summary serialises");
     Ok(Bundle { inner: out.bundle })
@@ -212,14 +260,14 @@ impl Source {
         })
     }
 
-    /// A Parquet path holding the source (written under `dir` for a table).
-    fn path(self, dir: &std::path::Path, name: &str) -> Result<PathBuf, GroupfitError> {
+    /// The source as one batch (a path is read whole).
+    fn batch(&self, _label: &std::path::Path) -> Result<RecordBatch, GroupfitError> {
         match self {
-            Source::Path(p) => Ok(p),
-            Source::Batch(b) => {
-                let p = dir.join(name);
-                job::write_parquet(&p, &b)?;
-                Ok(p)
+            Source::Batch(b) => Ok(b.clone()),
+            Source::Path(p) => {
+                let schema = groupfit::data::parquet_schema(p)?;
+                let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+                groupfit::data::read_parquet(p, &names, job::resolve_threads(0))
             }
         }
     }
@@ -301,16 +349,10 @@ impl Bundle {
     ) -> PyResult<Bound<'py, PyAny>> {
         let source = Source::from_input(data)?;
         let (batch, _report) = py
-            .detach(|| -> Result<_, GroupfitError> {
-                match source {
-                    Source::Path(p) => job::predict_batch(&self.inner, &p, with_route),
-                    Source::Batch(b) => {
-                        let tmp = tempfile::tempdir()
-                            .map_err(|e| GroupfitError::io("create", &std::env::temp_dir(), e))?;
-                        let p = tmp.path().join("data.parquet");
-                        job::write_parquet(&p, &b)?;
-                        job::predict_batch(&self.inner, &p, with_route)
-                    }
+            .detach(|| match &source {
+                Source::Path(p) => job::predict_batch(&self.inner, p, with_route),
+                Source::Batch(b) => {
+                    job::predict_table(&self.inner, b, std::path::Path::new(TABLE), with_route)
                 }
             })
             .map_err(to_py)?;
@@ -382,7 +424,10 @@ fn version() -> &'static str {
 /// Model families the engine knows.
 #[pyfunction]
 fn models() -> Vec<String> {
-    job::MODELS.iter().map(|s| s.to_string()).collect()
+    groupfit::family::MODELS
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
 }
 
 #[pymodule]
@@ -392,6 +437,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(models, m)?)?;
     m.add_class::<Bundle>()?;
+    m.add_class::<remote::WorkerSession>()?;
+    m.add_class::<remote::Coordinator>()?;
     m.add("GroupfitError", py.get_type::<GroupfitError_>())?;
     m.add("DataError", py.get_type::<DataError>())?;
     m.add("MissingColumnError", py.get_type::<MissingColumnError>())?;

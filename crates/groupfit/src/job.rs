@@ -301,8 +301,20 @@ fn argmin(v: &[f64]) -> usize {
 /// Trains one model per (group, config) from Parquet files (`spec.data`,
 /// `spec.valid`), selects per group, and returns the bundle.
 pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput> {
+    train_with(spec, family(&spec.model)?.as_ref(), on)
+}
+
+/// [`train`] with the fitting done by `family` instead of the registry's
+/// family for `spec.model` (a runner that fits a registered family's units
+/// elsewhere, e.g. on Ray workers, still gets the shared reading, split,
+/// scoring and selection).
+pub fn train_with(
+    spec: &TrainSpec,
+    family: &dyn Family,
+    on: &mut dyn FnMut(Event),
+) -> Result<TrainOutput> {
     let t0 = Instant::now();
-    let (family, points) = prepare(spec)?;
+    let points = prepare(spec, family)?;
     let path = spec.data.as_path();
     let schema = parquet_schema(path)?;
     let features = resolve_features(spec, &schema, path)?;
@@ -320,7 +332,7 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
     trace_stamp(t0, "read parquet");
     fit_tables(
         spec,
-        family.as_ref(),
+        family,
         points,
         features,
         (&batch, path),
@@ -340,8 +352,19 @@ pub fn train_table(
     valid: Option<&RecordBatch>,
     on: &mut dyn FnMut(Event),
 ) -> Result<TrainOutput> {
+    train_table_with(spec, family(&spec.model)?.as_ref(), train, valid, on)
+}
+
+/// [`train_table`] with the fitting done by `family` (see [`train_with`]).
+pub fn train_table_with(
+    spec: &TrainSpec,
+    family: &dyn Family,
+    train: &RecordBatch,
+    valid: Option<&RecordBatch>,
+    on: &mut dyn FnMut(Event),
+) -> Result<TrainOutput> {
     let t0 = Instant::now();
-    let (family, points) = prepare(spec)?;
+    let points = prepare(spec, family)?;
     let path = spec.data.as_path();
     let features = resolve_features(spec, &train.schema(), path)?;
     let wanted = wanted_columns(spec, &features);
@@ -359,7 +382,7 @@ pub fn train_table(
     };
     fit_tables(
         spec,
-        family.as_ref(),
+        family,
         points,
         features,
         (&batch, path),
@@ -379,9 +402,8 @@ fn trace_stamp(t0: Instant, what: &str) {
     }
 }
 
-/// Checks the arguments that need no data; returns the family and the grid.
-fn prepare(spec: &TrainSpec) -> Result<(Box<dyn Family>, Vec<ConfigEntry>)> {
-    let fam = family(&spec.model)?;
+/// Checks the arguments that need no data; returns the grid.
+fn prepare(spec: &TrainSpec, fam: &dyn Family) -> Result<Vec<ConfigEntry>> {
     let points = Grid::parse(&spec.params)?.points();
     fam.check(&points)?;
     if spec.by.is_empty() {
@@ -398,7 +420,7 @@ fn prepare(spec: &TrainSpec) -> Result<(Box<dyn Family>, Vec<ConfigEntry>)> {
     if spec.min_rows == 0 {
         return Err(GroupfitError::arg("--min-rows must be at least 1"));
     }
-    Ok((fam, points))
+    Ok(points)
 }
 
 /// The feature list (given or defaulted), checked against `schema`.
