@@ -4,7 +4,7 @@ Every engine error arrives as one of these classes with the engine's one-line
 message, the same text the CLI prints after ``error: ``. All derive from
 :class:`GroupfitError`.
 
-- :class:`DataError` (also a ``ValueError``): the input cannot be used.
+- :class:`DataError`: the input cannot be used.
   Subclasses: :class:`MissingColumnError`, :class:`NonNumericColumnError`,
   :class:`InfiniteValueError`, :class:`EmptyInputError`, :class:`TargetError`.
 - :class:`ParamError`: an invalid hyper-parameter or grid.

@@ -121,10 +121,20 @@ class _Driver:
         return out
 
     def __call__(self, shards: list) -> dict:
-        t_start = time.perf_counter()
         self.specs = [s for s, _ in shards]
         self.refs = [ray.put(b) for _, b in shards]
         del shards
+        self.actors: list = []
+        try:
+            return self._run()
+        finally:
+            for a in self.actors:
+                ray.kill(a)
+            self.actors = []
+            self.refs = []
+
+    def _run(self) -> dict:
+        t_start = time.perf_counter()
         n = len(self.specs)
         self.restarts = [0] * n
         self.snapshots: List[Optional[bytes]] = [None] * n
@@ -143,7 +153,7 @@ class _Driver:
         t0 = time.perf_counter()
         active = [1] * n
         hook = self.runner.fault_hook
-        while any(active) and self.passes < 100_000:
+        while any(active):
             if hook is not None:
                 hook(self.passes, list(self.actors))
             parts = self._round(lambda i, a: a.step.remote())
@@ -159,24 +169,23 @@ class _Driver:
         passes_s = time.perf_counter() - t0
         models = self._round(lambda i, a: a.models.remote())
         compute = self._round(lambda i, a: a.compute_seconds.remote())
+        pieces = [json.loads(s)["pieces"] for s in self.specs]
         self.info.update(
             runner="ray",
             workers=n,
             passes=self.passes,
             setup_s=t_setup,
             passes_s=passes_s,
-            # Seconds of the slowest actor inside the engine (moments, layout, passes);
-            # the rest of the wall time is scheduling, transfer and (de)serialisation.
+            # Seconds of the slowest actor inside the engine (statistics, layout,
+            # passes); the rest of setup + passes is scheduling, transfer and
+            # (de)serialisation: communication.
             compute_s=max(compute),
             compute_s_per_worker=compute,
-            shard_rows=[sum(p["rows"] for p in json.loads(s)["pieces"]) for s in self.specs],
+            shard_rows=[sum(p["rows"] for p in ps) for ps in pieces],
+            shared_groups=len({p["group"] for ps in pieces for p in ps if p["shared"]}),
             restarts=self.info.get("restarts", []),
         )
         self.info["comm_s"] = max(0.0, t_setup + passes_s - self.info["compute_s"])
-        for a in self.actors:
-            ray.kill(a)
-        self.actors = []
-        self.refs = []
         return {
             "models": models,
             "standardisation": self.std,

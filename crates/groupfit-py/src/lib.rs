@@ -17,7 +17,7 @@ use arrow_array::{
 use arrow_pyarrow::{PyArrowType, ToPyArrow};
 use arrow_schema::{ArrowError, DataType, Field, Schema};
 use groupfit::data::Task;
-use groupfit::error::GroupfitError;
+use groupfit::error::GroupfitError as EngineError;
 use groupfit::family::{family, Family};
 use groupfit::job::{self, TrainSpec};
 use groupfit::plan::Strategy;
@@ -31,11 +31,11 @@ mod remote;
 
 create_exception!(
     _native,
-    GroupfitError_,
+    GroupfitError,
     PyException,
     "Base class of every groupfit engine error."
 );
-create_exception!(_native, DataError, GroupfitError_, "The input data cannot be used (missing or non-numeric column, infinite value, no usable rows, bad target).");
+create_exception!(groupfit.exceptions, DataError, GroupfitError, "The input data cannot be used (missing or non-numeric column, infinite value, no usable rows, bad target).");
 create_exception!(
     _native,
     MissingColumnError,
@@ -54,7 +54,12 @@ create_exception!(
     DataError,
     "A feature or target holds +/- infinity."
 );
-create_exception!(_native, EmptyInputError, DataError, "No usable rows.");
+create_exception!(
+    groupfit.exceptions,
+    EmptyInputError,
+    DataError,
+    "No usable rows."
+);
 create_exception!(
     _native,
     TargetError,
@@ -64,49 +69,49 @@ create_exception!(
 create_exception!(
     _native,
     ParamError,
-    GroupfitError_,
+    GroupfitError,
     "An invalid hyper-parameter or grid."
 );
 create_exception!(
     _native,
     ArgumentError,
-    GroupfitError_,
+    GroupfitError,
     "An invalid or conflicting argument."
 );
 create_exception!(
     _native,
     ModelFileError,
-    GroupfitError_,
+    GroupfitError,
     "A model file is corrupt, truncated or of an unsupported format version."
 );
 create_exception!(
     _native,
     FileError,
-    GroupfitError_,
+    GroupfitError,
     "A file cannot be read or written, or is not readable Parquet."
 );
 create_exception!(
     _native,
     RunnerError,
-    GroupfitError_,
+    GroupfitError,
     "A distributed runner failed (a worker failed repeatedly, or a protocol error)."
 );
 
 /// Maps an engine error to its Python exception class, message unchanged.
-pub(crate) fn to_py(e: GroupfitError) -> PyErr {
+pub(crate) fn to_py(e: EngineError) -> PyErr {
     let msg = e.to_string();
     match e {
-        GroupfitError::Io { .. } | GroupfitError::Parquet { .. } => FileError::new_err(msg),
-        GroupfitError::MissingColumn { .. } => MissingColumnError::new_err(msg),
-        GroupfitError::NonNumericColumn { .. } => NonNumericColumnError::new_err(msg),
-        GroupfitError::InfiniteValue { .. } => InfiniteValueError::new_err(msg),
-        GroupfitError::EmptyInput { .. } => EmptyInputError::new_err(msg),
-        GroupfitError::BadBinaryTarget { .. } | GroupfitError::SingleClass { .. } => {
+        EngineError::Io { .. } | EngineError::Parquet { .. } => FileError::new_err(msg),
+        EngineError::MissingColumn { .. } => MissingColumnError::new_err(msg),
+        EngineError::NonNumericColumn { .. } => NonNumericColumnError::new_err(msg),
+        EngineError::InfiniteValue { .. } => InfiniteValueError::new_err(msg),
+        EngineError::EmptyInput { .. } => EmptyInputError::new_err(msg),
+        EngineError::BadBinaryTarget { .. } | EngineError::SingleClass { .. } => {
             TargetError::new_err(msg)
         }
-        GroupfitError::InvalidParam { .. } => ParamError::new_err(msg),
-        GroupfitError::InvalidArgument { .. } => ArgumentError::new_err(msg),
-        GroupfitError::CorruptModel { .. } | GroupfitError::UnsupportedVersion { .. } => {
+        EngineError::InvalidParam { .. } => ParamError::new_err(msg),
+        EngineError::InvalidArgument { .. } => ArgumentError::new_err(msg),
+        EngineError::CorruptModel { .. } | EngineError::UnsupportedVersion { .. } => {
             ModelFileError::new_err(msg)
         }
     }
@@ -192,7 +197,7 @@ fn train(
             "the Ray runner fits the linear family only (got model '{model}')"
         )));
     }
-    let out = py.detach(|| -> Result<job::TrainOutput, GroupfitError> {
+    let out = py.detach(|| -> Result<job::TrainOutput, EngineError> {
         let registered;
         let fam: &dyn Family = match &remote {
             Some(r) => r,
@@ -261,7 +266,7 @@ impl Source {
     }
 
     /// The source as one batch (a path is read whole).
-    fn batch(&self, _label: &std::path::Path) -> Result<RecordBatch, GroupfitError> {
+    fn batch(&self, _label: &std::path::Path) -> Result<RecordBatch, EngineError> {
         match self {
             Source::Batch(b) => Ok(b.clone()),
             Source::Path(p) => {
@@ -439,7 +444,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Bundle>()?;
     m.add_class::<remote::WorkerSession>()?;
     m.add_class::<remote::Coordinator>()?;
-    m.add("GroupfitError", py.get_type::<GroupfitError_>())?;
+    m.add("GroupfitError", py.get_type::<GroupfitError>())?;
     m.add("DataError", py.get_type::<DataError>())?;
     m.add("MissingColumnError", py.get_type::<MissingColumnError>())?;
     m.add(
