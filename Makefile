@@ -2,7 +2,8 @@
 #
 #   make venv    create .venv and install requirements-dev.txt (redone only when it changes)
 #   make build   build the Rust workspace (release); the CLI lands in target/release/groupfit
-#   make test    Rust tests, then the Python suite that drives the CLI
+#   make wheel   build the Python package (crates/groupfit-py + python/groupfit) into .venv
+#   make test    Rust tests, then the Python suite (CLI, Python API, Ray runner)
 #   make demo    run scripts/demo.sh
 #   make bench   run benchmarks/linear.sh
 #   make fmt     format the Rust code
@@ -14,7 +15,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.stamp
 CARGO  ?= cargo
 
-.PHONY: venv build test test-rust test-python demo bench fmt clean
+.PHONY: venv build wheel test test-rust test-python demo bench bench-ray fmt clean
 
 venv: $(STAMP)
 
@@ -26,22 +27,29 @@ $(STAMP): requirements-dev.txt
 build:
 	$(CARGO) build --release --workspace
 
-test: venv build
+# The extension module, built in release mode and installed (editable) into .venv.
+wheel: venv
+	VIRTUAL_ENV=$(abspath $(VENV)) $(PY) -m maturin develop --release -q
+
+test: venv build wheel
 	$(CARGO) test --release --workspace
-	$(VENV)/bin/pytest -q tests/python
+	$(PY) -m pytest -q tests/python
 
 # The two halves alone, for quicker iteration.
 test-rust:
 	$(CARGO) test --release --workspace
 
-test-python: venv build
-	$(VENV)/bin/pytest -q tests/python
+test-python: venv build wheel
+	$(PY) -m pytest -q tests/python
 
 demo: venv build
 	bash scripts/demo.sh
 
 bench: venv build
 	bash benchmarks/linear.sh
+
+bench-ray: venv wheel
+	bash benchmarks/ray.sh
 
 fmt:
 	$(CARGO) fmt --all

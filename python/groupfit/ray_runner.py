@@ -44,9 +44,13 @@ from groupfit.exceptions import RunnerError
 class ShardWorker:
     """One Ray actor: a ``_native.WorkerSession`` over its shard."""
 
-    def __init__(self, spec: str, shard: Any):
-        self.session = _native.WorkerSession(spec, shard)
+    def __init__(self):
+        self.session = None
         self.busy = 0.0
+
+    def load(self, spec: str, shard: Any) -> None:
+        """Takes the shard (Arrow, from the object store) and its spec."""
+        self.session = self._timed(_native.WorkerSession, spec, shard)
 
     def _timed(self, f: Callable, *args):
         t = time.perf_counter()
@@ -85,10 +89,24 @@ class _Driver:
     def __init__(self, runner: Any):
         self.runner = runner
         self.info: dict = {}
+        # Actors start now, while the engine reads and prepares the data.
+        self.actors: list = [self._new_actor() for _ in range(runner.workers)]
+
+    def _new_actor(self):
+        opts = dict(num_cpus=self.runner.cpus_per_worker, scheduling_strategy="SPREAD")
+        return ShardWorker.options(**opts).remote()
 
     def _start(self, i: int):
-        opts = dict(num_cpus=self.runner.cpus_per_worker, scheduling_strategy="SPREAD")
-        return ShardWorker.options(**opts).remote(self.specs[i], self.refs[i])
+        a = self.actors[i] if i < len(self.actors) and self.actors[i] is not None else self._new_actor()
+        self.loads[i] = a.load.remote(self.specs[i], self.refs[i])
+        return a
+
+    def close(self) -> None:
+        """Ends every actor."""
+        for a in self.actors:
+            if a is not None:
+                ray.kill(a)
+        self.actors = []
 
     def _replace(self, i: int, error: Exception) -> None:
         self.restarts[i] += 1
@@ -98,6 +116,7 @@ class _Driver:
                 f"(max_restarts={self.runner.max_restarts}); last error: "
                 f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
             ) from error
+        self.actors[i] = None
         self.actors[i] = self._start(i)
         self.info.setdefault("restarts", []).append({"worker": i, "pass": self.passes})
         if self.prepared:
@@ -124,13 +143,10 @@ class _Driver:
         self.specs = [s for s, _ in shards]
         self.refs = [ray.put(b) for _, b in shards]
         del shards
-        self.actors: list = []
         try:
             return self._run()
         finally:
-            for a in self.actors:
-                ray.kill(a)
-            self.actors = []
+            self.close()
             self.refs = []
 
     def _run(self) -> dict:
@@ -141,7 +157,12 @@ class _Driver:
         self.std: Optional[bytes] = None
         self.prepared = False
         self.passes = 0
+        spare = self.actors[n:]
+        self.loads: List[Any] = [None] * n
         self.actors = [self._start(i) for i in range(n)]
+        for a in spare:
+            ray.kill(a)
+        self._round(lambda i, a: self.loads[i])
         coord = _native.Coordinator(self.specs)
         means = coord.reduce_moments(self._round(lambda i, a: a.moments.remote()))
         devs = self._round(lambda i, a: a.deviations.remote(means))
@@ -205,6 +226,9 @@ def fit_on_ray(runner: Any, job: dict) -> GroupedModel:
     data = job.pop("data")
     by = job.pop("by")
     target = job.pop("target")
-    bundle = _native.train(data, by, target, remote=driver, remote_workers=runner.workers, **job)
+    try:
+        bundle = _native.train(data, by, target, remote=driver, remote_workers=runner.workers, **job)
+    finally:
+        driver.close()
     runner.last_info = dict(driver.info)
     return GroupedModel(bundle, runner_info=driver.info)
