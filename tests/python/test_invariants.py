@@ -94,16 +94,17 @@ def train_models(gf, data: Path, out: Path, *extra) -> tuple[dict, dict]:
 
 
 @pytest.mark.parametrize("task", ["binary", "regression"])
-def test_tp_equals_fused(gf, tmp_path, task):
+def test_every_strategy_gives_the_same_models(gf, tmp_path, task):
     sizes = {"big": 6000, **{f"s{i}": 40 + 97 * i for i in range(12)}}
     cols, _ = make_grouped(seed=7, sizes=sizes, d=5, task=task)
     data = gf.write_parquet(tmp_path / "t.parquet", cols)
     grid = ["--task", task, "--param", "C=0.1,1"]
     runs = {}
-    for strategy in ["tp", "fused"]:
+    for strategy in ["tp", "dp", "fused", "hybrid", "auto"]:
         for threads in ["1", "3"]:
             s, m = train_models(gf, data, tmp_path / f"{strategy}{threads}.gfm", *grid, "--strategy", strategy, "--threads", threads)
-            assert s["strategy"] == strategy and s["threads"] == int(threads)
+            assert s["strategy"] == strategy or strategy == "auto"
+            assert s["threads"] == int(threads)
             assert s["models"] == (len(sizes) + 1) * 2
             runs[strategy, threads] = m
     ref = runs["tp", "1"]
@@ -130,7 +131,7 @@ def test_threads_1_equals_threads_2(gf, tmp_path):
     threads=st.integers(min_value=2, max_value=4),
     seed=st.integers(min_value=0, max_value=2**31 - 1),
 )
-def test_property_tp_equals_fused(gf, small, dominant, dominant_at, task, threads, seed):
+def test_property_strategies_agree(gf, small, dominant, dominant_at, task, threads, seed):
     sizes_list = list(small)
     sizes_list.insert(min(dominant_at, len(sizes_list)), dominant)
     sizes = {f"g{i}": n for i, n in enumerate(sizes_list)}
@@ -140,7 +141,9 @@ def test_property_tp_equals_fused(gf, small, dominant, dominant_at, task, thread
         data = gf.write_parquet(d / "t.parquet", cols)
         common = ["--task", task, "--threads", str(threads), "--param", "C=0.3", "--valid-fraction", "0"]
         s_tp, tp = train_models(gf, data, d / "tp.gfm", *common, "--strategy", "tp")
-        s_fu, fu = train_models(gf, data, d / "fused.gfm", *common, "--strategy", "fused")
-    assert s_tp["routes"] == s_fu["routes"] and s_tp["fallback"] == s_fu["fallback"]
+        others = {s: train_models(gf, data, d / f"{s}.gfm", *common, "--strategy", s)
+                  for s in ["fused", "hybrid", "dp"]}
     assert s_tp["routes"]["groups_own"] + s_tp["routes"]["groups_global"] == len(sizes)
-    assert_same_models(tp, fu, f"tp vs fused, sizes {sizes_list}, {threads} threads")
+    for name, (s_o, o) in others.items():
+        assert s_tp["routes"] == s_o["routes"] and s_tp["fallback"] == s_o["fallback"]
+        assert_same_models(tp, o, f"tp vs {name}, sizes {sizes_list}, {threads} threads")

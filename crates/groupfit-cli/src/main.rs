@@ -32,10 +32,12 @@ enum Command {
     Predict(PredictArgs),
     /// Show what a model file holds: groups, chosen configs, validation scores, fallbacks.
     Inspect(InspectArgs),
+    /// Show, without training, the plan each strategy would run and what `auto` picks.
+    Explain(ExplainArgs),
 }
 
 #[derive(Args)]
-struct TrainArgs {
+struct JobArgs {
     /// Training data (Parquet).
     #[arg(long)]
     data: PathBuf,
@@ -72,13 +74,33 @@ struct TrainArgs {
     /// Seed for the validation split.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Execution strategy: auto, tp (whole groups per thread) or fused (row ranges, one scan).
+    /// Execution strategy: auto (cost model), tp (whole groups per thread), dp (each
+    /// group split over all threads), fused (row ranges, one scan) or hybrid
+    /// (small groups whole, large ones sharded, one scan).
     #[arg(long, default_value = "auto")]
     strategy: String,
+}
+
+#[derive(Args)]
+struct TrainArgs {
+    #[command(flatten)]
+    job: JobArgs,
     /// Where to write the model file.
     #[arg(long)]
     out: PathBuf,
     /// Print one JSON summary object on stdout and nothing else there.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct ExplainArgs {
+    #[command(flatten)]
+    job: JobArgs,
+    /// Accepted and ignored, so that a `train` command line can be explained as is.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print the plan as one JSON object on stdout.
     #[arg(long)]
     json: bool,
 }
@@ -120,6 +142,7 @@ fn main() {
         Command::Train(a) => train(a),
         Command::Predict(a) => predict(a),
         Command::Inspect(a) => inspect(a),
+        Command::Explain(a) => explain(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");
@@ -193,21 +216,114 @@ impl Progress {
     }
 }
 
+impl JobArgs {
+    fn spec(self) -> Result<TrainSpec> {
+        let a = self;
+        Ok(TrainSpec {
+            valid: a.valid,
+            valid_fraction: a.valid_fraction,
+            features: a.features,
+            task: a.task.as_deref().map(Task::parse).transpose()?,
+            model: a.model,
+            params: a.params,
+            min_rows: a.min_rows,
+            threads: a.threads,
+            seed: a.seed,
+            strategy: Strategy::parse(&a.strategy)?,
+            ..TrainSpec::new(a.data, a.by, a.target)
+        })
+    }
+}
+
+fn explain(a: ExplainArgs) -> Result<()> {
+    let e = job::explain(&a.job.spec()?)?;
+    if a.json {
+        emit(&serde_json::to_string(&e)?);
+        return Ok(());
+    }
+    let c = &e.calibration;
+    emit(&format!(
+        "plan for {} {} models: {} groups ({} with own models) + global, {} units, {} training rows, {} features, {} workers",
+        e.model,
+        e.task.name(),
+        fmt_int(e.groups),
+        fmt_int(e.groups_own),
+        fmt_int(e.units),
+        fmt_int(e.rows_train),
+        e.features,
+        e.workers
+    ));
+    emit(&format!(
+        "cost model: {:.2} ns per unit-row, {:.2} us per update, {:.2} us per shard (pilot run on this data); {:.1} us per stage, {:.2} ns per combined statistic ({} on {}, {})",
+        c.row_unit_ns,
+        c.apply_unit_us,
+        c.shard_us,
+        c.stage_us,
+        c.combine_ns,
+        if c.cached { "cached" } else { "measured" },
+        c.date,
+        c.cache_file.as_deref().unwrap_or("not cached")
+    ));
+    emit("estimated first pass (every unit active):");
+    emit(&format!(
+        "  {:<8} {:>10} {:>10} {:>10} {:>10} {:>8} {:>10} {:>8} {:>8}",
+        "strategy", "pass ms", "compute", "sync", "idle", "stages", "state", "whole", "cut"
+    ));
+    for s in &e.strategies {
+        emit(&format!(
+            "  {:<8} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>8} {:>10} {:>8} {:>8}{}",
+            s.strategy,
+            s.pass_s * 1e3,
+            s.compute_s * 1e3,
+            s.sync_s * 1e3,
+            s.idle_s * 1e3,
+            fmt_int(s.stages),
+            fmt_bytes(s.state_bytes),
+            fmt_int(s.groups_whole),
+            fmt_int(s.groups_cut),
+            if s.strategy == e.auto {
+                "  <- auto"
+            } else {
+                ""
+            }
+        ));
+    }
+    for s in &e.strategies {
+        if s.cut.is_empty() {
+            continue;
+        }
+        let list: Vec<String> = s
+            .cut
+            .iter()
+            .map(|g| format!("{} ({} rows, {} shards)", g.key, fmt_int(g.rows), g.pieces))
+            .collect();
+        let more = s.groups_cut.saturating_sub(s.cut.len());
+        emit(&format!(
+            "  {} cuts: {}{}",
+            s.strategy,
+            list.join(", "),
+            if more > 0 {
+                format!(" and {} more", fmt_int(more))
+            } else {
+                String::new()
+            }
+        ));
+    }
+    Ok(())
+}
+
+fn fmt_bytes(b: usize) -> String {
+    match b {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} B"),
+    }
+}
+
 fn train(a: TrainArgs) -> Result<()> {
     let start = Instant::now();
-    let spec = TrainSpec {
-        valid: a.valid,
-        valid_fraction: a.valid_fraction,
-        features: a.features,
-        task: a.task.as_deref().map(Task::parse).transpose()?,
-        model: a.model,
-        params: a.params,
-        min_rows: a.min_rows,
-        threads: a.threads,
-        seed: a.seed,
-        strategy: Strategy::parse(&a.strategy)?,
-        ..TrainSpec::new(a.data, a.by, a.target)
-    };
+    let spec = a.job.spec()?;
     let mut progress = Progress::new(a.json);
     let out = job::train(&spec, &mut |e| progress.event(e));
     progress.finish();

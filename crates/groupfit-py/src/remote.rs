@@ -330,7 +330,7 @@ impl Family for RemoteFamily {
             units,
             impute: st[..d].to_vec(),
             report: RunReport {
-                strategy: Strategy::Fused,
+                strategy: Strategy::Hybrid,
                 passes,
                 passes_s,
             },

@@ -14,8 +14,8 @@
 use crate::data::layout::{GroupedMatrix, LayoutInput};
 use crate::data::{Column, Task};
 use crate::error::{GroupfitError, Result};
-use crate::exec::{PassProgress, RunReport};
-use crate::linear::grouped::fit_grouped;
+use crate::exec::{Explain, PassProgress, RunReport};
+use crate::linear::grouped::{explain_grouped, fit_grouped};
 use crate::plan::Strategy;
 use crate::store::FittedModel;
 use crate::tune::{linear_configs, ConfigEntry};
@@ -113,6 +113,30 @@ pub trait Family {
         configs: &[ConfigEntry],
         on: &mut dyn FnMut(PassProgress),
     ) -> Result<FamilyFit>;
+    /// What the planner would do with this job, without training (`groupfit
+    /// explain`): the family builds its data layout and starting units and
+    /// hands its pass family to [`crate::exec::explain`].
+    fn explain(&self, data: &TrainData<'_>, configs: &[ConfigEntry]) -> Result<Explain> {
+        let _ = (data, configs);
+        Err(GroupfitError::arg(format!(
+            "explain is not available for the {} family",
+            self.name()
+        )))
+    }
+}
+
+/// The linear family's layout: group-sorted, standardised, with the global
+/// pseudo-group.
+fn linear_layout(data: &TrainData<'_>) -> Result<GroupedMatrix> {
+    GroupedMatrix::build(LayoutInput {
+        columns: data.columns,
+        target: data.target,
+        rows: data.rows,
+        group_of: data.group_of,
+        n_groups: data.n_groups,
+        with_global: true,
+        threads: data.threads,
+    })
 }
 
 /// Regularised linear and logistic regression (sklearn's objective).
@@ -134,15 +158,7 @@ impl Family for Linear {
         on: &mut dyn FnMut(PassProgress),
     ) -> Result<FamilyFit> {
         let configs = linear_configs(configs)?;
-        let matrix = GroupedMatrix::build(LayoutInput {
-            columns: data.columns,
-            target: data.target,
-            rows: data.rows,
-            group_of: data.group_of,
-            n_groups: data.n_groups,
-            with_global: true,
-            threads: data.threads,
-        })?;
+        let matrix = linear_layout(data)?;
         if crate::exec::trace() {
             eprintln!("[groupfit] linear layout built");
         }
@@ -172,5 +188,17 @@ impl Family for Linear {
             impute: matrix.impute().to_vec(),
             report,
         })
+    }
+
+    fn explain(&self, data: &TrainData<'_>, configs: &[ConfigEntry]) -> Result<Explain> {
+        let configs = linear_configs(configs)?;
+        let matrix = linear_layout(data)?;
+        Ok(explain_grouped(
+            &matrix,
+            data.task,
+            &configs,
+            data.fit,
+            data.threads,
+        ))
     }
 }

@@ -14,7 +14,7 @@ use arrow_array::{ArrayRef, Float64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use serde::{Deserialize, Serialize};
 
-use crate::data::keys::{display_key, GroupEncoder};
+use crate::data::keys::{display_key, GroupEncoder, GroupKey};
 use crate::data::{
     default_features, is_numeric, missing_column, numeric_column, parquet_schema, read_parquet,
     row_uniform, Column, Task,
@@ -314,32 +314,11 @@ pub fn train_with(
     on: &mut dyn FnMut(Event),
 ) -> Result<TrainOutput> {
     let t0 = Instant::now();
-    let points = prepare(spec, family)?;
-    let path = spec.data.as_path();
-    let schema = parquet_schema(path)?;
-    let features = resolve_features(spec, &schema, path)?;
-    if let Some(vp) = &spec.valid {
-        check_columns(vp, &*parquet_schema(vp)?, &spec.by, &spec.target, &features)?;
-    }
-    on(Event::Stage("reading"));
-    let wanted = wanted_columns(spec, &features);
-    let threads = resolve_threads(spec.threads);
-    let batch = read_parquet(path, &wanted, threads)?;
-    let valid = match &spec.valid {
-        Some(vp) => Some((read_parquet(vp, &wanted, threads)?, vp.as_path())),
-        None => None,
-    };
+    let input = read_inputs(spec, family, on)?;
     trace_stamp(t0, "read parquet");
-    fit_tables(
-        spec,
-        family,
-        points,
-        features,
-        (&batch, path),
-        valid.as_ref().map(|(b, p)| (b, *p)),
-        t0,
-        on,
-    )
+    input
+        .run(spec, family, t0, Mode::Train, on)
+        .map(Outcome::trained)
 }
 
 /// Trains from in-memory Arrow data: `train` holds the training rows,
@@ -388,8 +367,251 @@ pub fn train_table_with(
         (&batch, path),
         vbatch.as_ref().map(|b| (b, vlabel.as_path())),
         t0,
+        Mode::Train,
         on,
     )
+    .map(Outcome::trained)
+}
+
+/// What [`fit_tables`] is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Train,
+    Explain,
+}
+
+/// What [`fit_tables`] produced.
+enum Outcome {
+    Trained(TrainOutput),
+    Explained(ExplainOutput),
+}
+
+impl Outcome {
+    fn trained(self) -> TrainOutput {
+        match self {
+            Outcome::Trained(t) => t,
+            Outcome::Explained(_) => unreachable!("train mode trains"),
+        }
+    }
+}
+
+/// Where the cost model's constants came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Calibration {
+    /// UTC date the machine constants were measured.
+    pub date: String,
+    /// The CPU they were measured on.
+    pub cpu: String,
+    /// Whether they were read from the cache file.
+    pub cached: bool,
+    /// The cache file (absent when no cache directory is usable).
+    pub cache_file: Option<String>,
+    /// Nanoseconds per unit-row of the family's scan (pilot run on this data).
+    pub row_unit_ns: f64,
+    /// Microseconds per unit update (pilot run).
+    pub apply_unit_us: f64,
+    /// Microseconds of fixed cost per shard (pilot run).
+    pub shard_us: f64,
+    /// Microseconds per stage: workers' start and barrier (micro-benchmark).
+    pub stage_us: f64,
+    /// Nanoseconds to combine one statistic (micro-benchmark).
+    pub combine_ns: f64,
+}
+
+/// A group cut over several workers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CutGroup {
+    /// The group's key (`(global)` for the global model's rows).
+    pub key: String,
+    /// Its training rows.
+    pub rows: usize,
+    /// Shards it is cut into.
+    pub pieces: usize,
+}
+
+/// One strategy's estimated pass.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StrategyExplain {
+    /// The strategy.
+    pub strategy: String,
+    /// Estimated seconds of a pass (`compute_s + sync_s + idle_s`).
+    pub pass_s: f64,
+    /// Useful work per worker.
+    pub compute_s: f64,
+    /// Stage barriers plus the serial reduction and update of cut groups.
+    pub sync_s: f64,
+    /// Waiting for the slowest worker (load imbalance).
+    pub idle_s: f64,
+    /// Bytes of model state plus partial statistics of cut groups.
+    pub state_bytes: usize,
+    /// Reductions (stages) per pass.
+    pub stages: usize,
+    /// Groups computed whole by one worker.
+    pub groups_whole: usize,
+    /// Groups cut over several workers.
+    pub groups_cut: usize,
+    /// The largest cut groups (at most 10).
+    pub cut: Vec<CutGroup>,
+}
+
+/// What `groupfit explain` prints: the plan `auto` would run and what every
+/// strategy is estimated to cost, without training.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExplainOutput {
+    /// The model family.
+    pub model: String,
+    /// binary / regression.
+    pub task: Task,
+    /// Groups in the training data.
+    pub groups: usize,
+    /// Groups that get their own models.
+    pub groups_own: usize,
+    /// Units (models) to train, the global model's included.
+    pub units: usize,
+    /// Training rows.
+    pub rows_train: usize,
+    /// Feature columns.
+    pub features: usize,
+    /// Worker threads.
+    pub workers: usize,
+    /// The strategy `auto` picks.
+    pub auto: String,
+    /// The cost model's constants.
+    pub calibration: Calibration,
+    /// Every fixed strategy, the estimate per pass with every unit active.
+    pub strategies: Vec<StrategyExplain>,
+}
+
+fn explain_output(
+    e: &crate::exec::Explain,
+    data: &TrainData<'_>,
+    model: &str,
+    keys: &[GroupKey],
+    n_rows: &[usize],
+    features: usize,
+) -> ExplainOutput {
+    let key = |g: usize| {
+        if g < keys.len() {
+            display_key(&keys[g])
+        } else {
+            "(global)".to_string()
+        }
+    };
+    ExplainOutput {
+        model: model.to_string(),
+        task: data.task,
+        groups: data.n_groups,
+        groups_own: data.fit[..data.n_groups].iter().filter(|&&f| f).count(),
+        units: e.units,
+        rows_train: data.rows.len(),
+        features,
+        workers: data.threads,
+        auto: e.auto.name().to_string(),
+        calibration: Calibration {
+            date: e.machine.date.clone(),
+            cpu: e.machine.cpu.clone(),
+            cached: e.machine.cached,
+            cache_file: crate::exec::calibrate::cache_path().map(|p| p.display().to_string()),
+            row_unit_ns: e.cost.row_unit_ns,
+            apply_unit_us: e.cost.apply_unit_us,
+            shard_us: e.cost.shard_us,
+            stage_us: e.cost.stage_us,
+            combine_ns: e.cost.combine_ns,
+        },
+        strategies: e
+            .strategies
+            .iter()
+            .map(|p| StrategyExplain {
+                strategy: p.strategy.name().to_string(),
+                pass_s: p.estimate.total_s,
+                compute_s: p.estimate.compute_s,
+                sync_s: p.estimate.sync_s,
+                idle_s: p.estimate.idle_s,
+                state_bytes: p.estimate.state_bytes,
+                stages: p.estimate.stages,
+                groups_whole: p.estimate.groups_whole,
+                groups_cut: p.estimate.groups_cut,
+                cut: p
+                    .cut
+                    .iter()
+                    .take(10)
+                    .map(|&(g, pieces)| CutGroup {
+                        key: key(g),
+                        rows: n_rows[g],
+                        pieces,
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// Plans `spec` without training: reads and prepares the data as `train`
+/// does, runs the planner's pilot, and prices every strategy.
+pub fn explain(spec: &TrainSpec) -> Result<ExplainOutput> {
+    let t0 = Instant::now();
+    let fam = family(&spec.model)?;
+    let input = read_inputs(spec, fam.as_ref(), &mut |_| {})?;
+    match input.run(spec, fam.as_ref(), t0, Mode::Explain, &mut |_| {})? {
+        Outcome::Explained(e) => Ok(e),
+        Outcome::Trained(_) => unreachable!("explain mode does not train"),
+    }
+}
+
+/// The checked grid and features, and the data read from Parquet.
+struct Inputs {
+    points: Vec<ConfigEntry>,
+    features: Vec<String>,
+    batch: RecordBatch,
+    valid: Option<RecordBatch>,
+}
+
+impl Inputs {
+    fn run(
+        self,
+        spec: &TrainSpec,
+        family: &dyn Family,
+        t0: Instant,
+        mode: Mode,
+        on: &mut dyn FnMut(Event),
+    ) -> Result<Outcome> {
+        fit_tables(
+            spec,
+            family,
+            self.points,
+            self.features,
+            (&self.batch, spec.data.as_path()),
+            self.valid.as_ref().zip(spec.valid.as_deref()),
+            t0,
+            mode,
+            on,
+        )
+    }
+}
+
+/// Checks `spec` and reads its Parquet inputs (only the columns it needs).
+fn read_inputs(spec: &TrainSpec, family: &dyn Family, on: &mut dyn FnMut(Event)) -> Result<Inputs> {
+    let points = prepare(spec, family)?;
+    let path = spec.data.as_path();
+    let schema = parquet_schema(path)?;
+    let features = resolve_features(spec, &schema, path)?;
+    if let Some(vp) = &spec.valid {
+        check_columns(vp, &*parquet_schema(vp)?, &spec.by, &spec.target, &features)?;
+    }
+    on(Event::Stage("reading"));
+    let wanted = wanted_columns(spec, &features);
+    let threads = resolve_threads(spec.threads);
+    let batch = read_parquet(path, &wanted, threads)?;
+    let valid = match &spec.valid {
+        Some(vp) => Some(read_parquet(vp, &wanted, threads)?),
+        None => None,
+    };
+    Ok(Inputs {
+        points,
+        features,
+        batch,
+        valid,
+    })
 }
 
 /// Prints a stage time under `GROUPFIT_TRACE`.
@@ -482,8 +704,9 @@ fn fit_tables(
     (batch, path): (&RecordBatch, &Path),
     valid: Option<(&RecordBatch, &Path)>,
     t0: Instant,
+    mode: Mode,
     on: &mut dyn FnMut(Event),
-) -> Result<TrainOutput> {
+) -> Result<Outcome> {
     let stamp = |what: &str| trace_stamp(t0, what);
     let nk = spec.by.len();
     let threads = resolve_threads(spec.threads);
@@ -643,29 +866,37 @@ fn fit_tables(
     let load_s = t0.elapsed().as_secs_f64();
     let t_train = Instant::now();
 
-    on(Event::Stage("training"));
-    let fitted = family.fit(
-        &TrainData {
-            task,
-            columns: &cols,
-            target: &target,
-            rows: &train_rows,
-            group_of: &train_gid,
-            n_groups,
-            fit: &fit,
-            valid: ValidData {
-                columns: vcols,
-                target: vtarget,
-                idx: &vidx,
-                gid: &vgid,
-            },
-            strategy: spec.strategy,
-            threads,
-            seed: spec.seed,
+    let data = TrainData {
+        task,
+        columns: &cols,
+        target: &target,
+        rows: &train_rows,
+        group_of: &train_gid,
+        n_groups,
+        fit: &fit,
+        valid: ValidData {
+            columns: vcols,
+            target: vtarget,
+            idx: &vidx,
+            gid: &vgid,
         },
-        &points,
-        &mut |p| on(Event::Pass(p)),
-    )?;
+        strategy: spec.strategy,
+        threads,
+        seed: spec.seed,
+    };
+    if mode == Mode::Explain {
+        let e = family.explain(&data, &points)?;
+        return Ok(Outcome::Explained(explain_output(
+            &e,
+            &data,
+            family.name(),
+            &keys,
+            &n_rows,
+            features.len(),
+        )));
+    }
+    on(Event::Stage("training"));
+    let fitted = family.fit(&data, &points, &mut |p| on(Event::Pass(p)))?;
     stamp("fit");
     let FamilyFit {
         units: fitted,
@@ -793,7 +1024,7 @@ fn fit_tables(
         groups,
         summary: serde_json::to_value(&summary).expect("summary serialises"),
     };
-    Ok(TrainOutput { bundle, summary })
+    Ok(Outcome::Trained(TrainOutput { bundle, summary }))
 }
 
 /// The outcome of validation-based selection.

@@ -335,7 +335,13 @@ fn strategies_and_threads_agree(task: Task) {
     let path = table.write(&dir.path().join("t.parquet"));
     let params = ["C=0.1,1", "tol=1e-10", "max_iter=200"];
     let mut reference: Option<ModelBundle> = None;
-    for strategy in [Strategy::Tp, Strategy::Fused, Strategy::Auto] {
+    for strategy in [
+        Strategy::Tp,
+        Strategy::Dp,
+        Strategy::Fused,
+        Strategy::Hybrid,
+        Strategy::Auto,
+    ] {
         for threads in [1, 2, 3] {
             let out = fit(
                 &path,
@@ -395,8 +401,11 @@ fn check_plans_agree(sizes: &[usize], task: Task, seed: u64) -> Result<(), TestC
     prop_assert_eq!(reference.summary.routes.groups_own, sizes.len());
     for (strategy, threads) in [
         (Strategy::Tp, 3),
+        (Strategy::Dp, 2),
         (Strategy::Fused, 2),
         (Strategy::Fused, 3),
+        (Strategy::Hybrid, 2),
+        (Strategy::Hybrid, 3),
         (Strategy::Auto, 2),
     ] {
         let out = fit(
@@ -470,7 +479,7 @@ proptest! {
 
     /// Thousands of 3-row groups.
     #[test]
-    fn plans_agree_thousands_of_tiny_groups(n in 2_000usize..5_000, seed in any::<u64>()) {
+    fn plans_agree_thousands_of_tiny_groups(n in 2_000usize..=5_000, seed in any::<u64>()) {
         check_plans_agree(&vec![3; n], Task::Regression, seed)?;
     }
 

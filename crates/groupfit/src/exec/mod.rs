@@ -13,9 +13,11 @@
 pub mod remote;
 
 use std::ops::Range;
-use std::sync::RwLock;
+use std::sync::{Barrier, Mutex, RwLock};
 
-use crate::plan::{GroupLoad, Plan, Strategy};
+use crate::plan::{CostModel, Estimate, GroupLoad, Plan, Strategy};
+
+pub mod calibrate;
 
 /// The partial-step API of a model family.
 pub trait PassFamily: Sync {
@@ -50,6 +52,16 @@ pub trait PassFamily: Sync {
         for (a, b) in into.iter_mut().zip(from) {
             *a += b;
         }
+    }
+    /// Bytes of state one unit keeps between passes (the planner's memory estimate).
+    fn unit_bytes(&self) -> usize {
+        std::mem::size_of::<Self::Unit>() + 8 * self.stats_len()
+    }
+    /// A copy of `unit` that the planner's pilot run may update to time
+    /// [`PassFamily::apply`]; `None` (the default) prices updates from
+    /// `stats_len` instead.
+    fn pilot_unit(&self, _unit: &Self::Unit) -> Option<Self::Unit> {
+        None
     }
     /// Updates `unit` from its statistics over all of the group's rows.
     fn apply(
@@ -105,6 +117,12 @@ pub fn run_passes<F: PassFamily>(
     let mut pass = 0;
     let mut plan: Option<(Vec<usize>, Plan)> = None;
     let mut passes_s = 0.0;
+    // Only `auto` prices plans; fixed strategies need no calibration.
+    let cost = if strategy == Strategy::Auto {
+        calibrate::cost_model(family, &groups, rows, workers).0
+    } else {
+        CostModel::uncalibrated(family.stats_len(), family.unit_bytes())
+    };
     while pass < max_passes {
         let active = active_counts(family, &groups);
         let n_active: usize = active.iter().sum();
@@ -112,7 +130,7 @@ pub fn run_passes<F: PassFamily>(
             break;
         }
         // Re-plan when the active counts changed (units converged).
-        if plan.as_ref().map_or(true, |(a, _)| *a != active) {
+        if plan.as_ref().is_none_or(|(a, _)| *a != active) {
             let loads: Vec<GroupLoad> = rows
                 .iter()
                 .zip(&active)
@@ -122,7 +140,7 @@ pub fn run_passes<F: PassFamily>(
                 })
                 .collect();
             let s = resolved.unwrap_or(strategy);
-            let p = Plan::build(s, &loads, workers, family.align());
+            let p = Plan::build(s, &loads, workers, family.align(), &cost);
             // `auto` decides once, on the first pass, and keeps its choice.
             resolved = Some(p.strategy);
             plan = Some((active, p));
@@ -167,6 +185,83 @@ pub fn run_passes<F: PassFamily>(
     )
 }
 
+/// One strategy's plan for the first pass, as `explain` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StrategyPlan {
+    /// The strategy.
+    pub strategy: Strategy,
+    /// Its estimated cost per pass.
+    pub estimate: Estimate,
+    /// Groups cut over several workers, `(group, pieces)`, largest first.
+    pub cut: Vec<(usize, usize)>,
+}
+
+/// What the planner would do, without training: the calibrated cost model and
+/// every fixed strategy's plan for the first pass (every unit active).
+#[derive(Debug, Clone)]
+pub struct Explain {
+    /// The cost model's constants.
+    pub cost: CostModel,
+    /// Where the machine constants came from.
+    pub machine: calibrate::MachineCosts,
+    /// Every fixed strategy, in [`Strategy::FIXED`] order.
+    pub strategies: Vec<StrategyPlan>,
+    /// What `auto` picks (the cheapest estimate).
+    pub auto: Strategy,
+    /// Units (models) to train.
+    pub units: usize,
+}
+
+/// Plans the first pass of `units` under every strategy and prices each; the
+/// pilot run updates no unit.
+pub fn explain<F: PassFamily>(
+    family: &F,
+    units: Vec<Vec<F::Unit>>,
+    rows: &[Range<usize>],
+    workers: usize,
+) -> Explain {
+    let workers = workers.max(1);
+    let groups: Vec<RwLock<Vec<F::Unit>>> = units.into_iter().map(RwLock::new).collect();
+    let (cost, machine) = calibrate::cost_model(family, &groups, rows, workers);
+    let active = active_counts(family, &groups);
+    let loads: Vec<GroupLoad> = rows
+        .iter()
+        .zip(&active)
+        .map(|(r, &u)| GroupLoad {
+            rows: r.clone(),
+            units: u,
+        })
+        .collect();
+    let strategies: Vec<StrategyPlan> = Strategy::FIXED
+        .iter()
+        .map(|&s| {
+            let p = Plan::build(s, &loads, workers, family.align(), &cost);
+            let pieces = p.pieces(loads.len());
+            let mut cut: Vec<(usize, usize)> = (0..loads.len())
+                .filter(|&g| pieces[g] > 1)
+                .map(|g| (g, pieces[g]))
+                .collect();
+            cut.sort_by_key(|&(g, _)| (std::cmp::Reverse(loads[g].rows.len()), g));
+            StrategyPlan {
+                strategy: s,
+                estimate: p.estimate(&loads, &cost),
+                cut,
+            }
+        })
+        .collect();
+    let auto = strategies
+        .iter()
+        .min_by(|a, b| a.estimate.total_s.total_cmp(&b.estimate.total_s))
+        .map_or(Strategy::Tp, |p| p.strategy);
+    Explain {
+        cost,
+        machine,
+        units: active.iter().sum(),
+        strategies,
+        auto,
+    }
+}
+
 /// Active units per group.
 fn active_counts<F: PassFamily>(family: &F, groups: &[RwLock<Vec<F::Unit>>]) -> Vec<usize> {
     groups
@@ -207,71 +302,102 @@ struct Partial {
 }
 
 fn run_one_pass<F: PassFamily>(family: &F, groups: &[RwLock<Vec<F::Unit>>], plan: &Plan) {
-    let len = family.stats_len();
-    let worker = |shards: &[crate::plan::Shard]| -> Vec<Partial> {
+    let workers = plan.stages.first().map_or(1, Vec::len).max(1);
+    if workers == 1 {
         let mut scratch = family.scratch();
-        let mut buf: Vec<f64> = Vec::new();
-        let mut partials = Vec::new();
-        for s in shards {
-            if s.whole {
-                let mut units = groups[s.group].write().unwrap();
-                let active = active_units(family, &units);
-                if active.is_empty() {
-                    continue;
-                }
-                let ks: Vec<usize> = active.iter().map(|(k, _)| *k).collect();
-                buf.clear();
-                buf.resize(active.len() * len, 0.0);
-                family.accumulate(s.group, &active, s.rows.clone(), &mut buf, &mut scratch);
-                drop(active);
-                for (i, &k) in ks.iter().enumerate() {
-                    family.apply(
-                        s.group,
-                        k,
-                        &mut units[k],
-                        &mut buf[i * len..(i + 1) * len],
-                        &mut scratch,
-                    );
-                }
-            } else {
-                let units = groups[s.group].read().unwrap();
-                let active = active_units(family, &units);
-                if active.is_empty() {
-                    continue;
-                }
-                let mut out = vec![0.0; active.len() * len];
-                family.accumulate(s.group, &active, s.rows.clone(), &mut out, &mut scratch);
-                partials.push(Partial {
-                    group: s.group,
-                    start: s.rows.start,
-                    stats: active
-                        .iter()
-                        .enumerate()
-                        .map(|(i, (k, _))| (*k, out[i * len..(i + 1) * len].to_vec()))
-                        .collect(),
-                });
-            }
+        for stage in &plan.stages {
+            let partials = scan_shards(family, groups, &stage[0], &mut scratch);
+            reduce_and_apply(family, groups, partials, &mut scratch);
         }
-        partials
-    };
-    let mut partials: Vec<Partial> = if plan.workers.len() == 1 {
-        worker(&plan.workers[0])
-    } else {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = plan
-                .workers
-                .iter()
-                .map(|shards| scope.spawn(move || worker(shards)))
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().expect("worker thread panicked"))
-                .collect()
-        })
-    };
-    // Reduce cut groups in row order, then update them.
+        return;
+    }
+    // One thread per worker for the whole pass; stages end at a barrier where
+    // one thread (the barrier's leader) reduces and updates the cut groups.
+    let barrier = Barrier::new(workers);
+    let shared: Mutex<Vec<Partial>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for w in 0..workers {
+            let (barrier, shared) = (&barrier, &shared);
+            scope.spawn(move || {
+                let mut scratch = family.scratch();
+                for stage in &plan.stages {
+                    let mine = scan_shards(family, groups, &stage[w], &mut scratch);
+                    if !mine.is_empty() {
+                        shared.lock().unwrap().extend(mine);
+                    }
+                    if barrier.wait().is_leader() {
+                        let partials = std::mem::take(&mut *shared.lock().unwrap());
+                        reduce_and_apply(family, groups, partials, &mut scratch);
+                    }
+                    barrier.wait();
+                }
+            });
+        }
+    });
+}
+
+/// Scans one worker's shards of a stage: whole groups are accumulated and
+/// updated on the spot, cut groups return their partial statistics.
+fn scan_shards<F: PassFamily>(
+    family: &F,
+    groups: &[RwLock<Vec<F::Unit>>],
+    shards: &[crate::plan::Shard],
+    scratch: &mut F::Scratch,
+) -> Vec<Partial> {
+    let len = family.stats_len();
+    let mut buf: Vec<f64> = Vec::new();
+    let mut partials = Vec::new();
+    for s in shards {
+        if s.whole {
+            let mut units = groups[s.group].write().unwrap();
+            let active = active_units(family, &units);
+            if active.is_empty() {
+                continue;
+            }
+            let ks: Vec<usize> = active.iter().map(|(k, _)| *k).collect();
+            buf.clear();
+            buf.resize(active.len() * len, 0.0);
+            family.accumulate(s.group, &active, s.rows.clone(), &mut buf, scratch);
+            drop(active);
+            for (i, &k) in ks.iter().enumerate() {
+                family.apply(
+                    s.group,
+                    k,
+                    &mut units[k],
+                    &mut buf[i * len..(i + 1) * len],
+                    scratch,
+                );
+            }
+        } else {
+            let units = groups[s.group].read().unwrap();
+            let active = active_units(family, &units);
+            if active.is_empty() {
+                continue;
+            }
+            let mut out = vec![0.0; active.len() * len];
+            family.accumulate(s.group, &active, s.rows.clone(), &mut out, scratch);
+            partials.push(Partial {
+                group: s.group,
+                start: s.rows.start,
+                stats: active
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (k, _))| (*k, out[i * len..(i + 1) * len].to_vec()))
+                    .collect(),
+            });
+        }
+    }
+    partials
+}
+
+/// Reduces the partial statistics of cut groups in row order, then updates them.
+fn reduce_and_apply<F: PassFamily>(
+    family: &F,
+    groups: &[RwLock<Vec<F::Unit>>],
+    mut partials: Vec<Partial>,
+    scratch: &mut F::Scratch,
+) {
     partials.sort_by_key(|p| (p.group, p.start));
-    let mut scratch = family.scratch();
     let mut i = 0;
     while i < partials.len() {
         let g = partials[i].group;
@@ -287,7 +413,7 @@ fn run_one_pass<F: PassFamily>(family: &F, groups: &[RwLock<Vec<F::Unit>>], plan
         }
         let mut units = groups[g].write().unwrap();
         for (k, stats) in head.stats.iter_mut() {
-            family.apply(g, *k, &mut units[*k], stats, &mut scratch);
+            family.apply(g, *k, &mut units[*k], stats, scratch);
         }
         i = j;
     }

@@ -8,7 +8,7 @@ use super::solver::{self, Scratch, Status, UnitState};
 use super::{LinearConfig, LinearModel};
 use crate::data::layout::GroupedMatrix;
 use crate::data::Task;
-use crate::exec::{run_passes, PassFamily, PassProgress, RunReport};
+use crate::exec::{explain, run_passes, Explain, PassFamily, PassProgress, RunReport};
 use crate::plan::Strategy;
 
 /// The linear family over one layout and one grid.
@@ -55,6 +55,15 @@ impl PassFamily for LinearPass<'_> {
 
     fn is_active(&self, unit: &UnitState) -> bool {
         unit.status == Status::Active
+    }
+
+    fn unit_bytes(&self) -> usize {
+        // Weights, the accepted point and the direction: three (d + 1) vectors.
+        std::mem::size_of::<UnitState>() + 3 * 8 * (self.matrix.d() + 1)
+    }
+
+    fn pilot_unit(&self, unit: &UnitState) -> Option<UnitState> {
+        Some(unit.clone())
     }
 
     fn accumulate(
@@ -120,6 +129,45 @@ pub struct FittedUnit {
     pub converged: bool,
 }
 
+/// The starting units of every group with `fit[g]` set, and every group's rows.
+fn initial_units(
+    matrix: &GroupedMatrix,
+    task: Task,
+    n_configs: usize,
+    fit: &[bool],
+) -> (Vec<Vec<UnitState>>, Vec<Range<usize>>) {
+    let d = matrix.d();
+    let units = (0..matrix.n_groups())
+        .map(|g| {
+            if fit[g] {
+                let y = matrix.y(matrix.range(g));
+                (0..n_configs).map(|_| UnitState::new(task, y, d)).collect()
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    let rows = (0..matrix.n_groups()).map(|g| matrix.range(g)).collect();
+    (units, rows)
+}
+
+/// What the planner would do with these units (see [`crate::exec::explain`]).
+pub fn explain_grouped(
+    matrix: &GroupedMatrix,
+    task: Task,
+    configs: &[LinearConfig],
+    fit: &[bool],
+    workers: usize,
+) -> Explain {
+    let (units, rows) = initial_units(matrix, task, configs.len(), fit);
+    explain(
+        &LinearPass::new(matrix, task, configs),
+        units,
+        &rows,
+        workers,
+    )
+}
+
 /// Fits every config of every group with `fit[g]` set; returns, per group, one
 /// [`FittedUnit`] per config (empty for groups not fitted).
 pub fn fit_grouped(
@@ -131,18 +179,7 @@ pub fn fit_grouped(
     workers: usize,
     progress: &mut dyn FnMut(PassProgress),
 ) -> (Vec<Vec<FittedUnit>>, RunReport) {
-    let d = matrix.d();
-    let units: Vec<Vec<UnitState>> = (0..matrix.n_groups())
-        .map(|g| {
-            if fit[g] {
-                let y = matrix.y(matrix.range(g));
-                configs.iter().map(|_| UnitState::new(task, y, d)).collect()
-            } else {
-                Vec::new()
-            }
-        })
-        .collect();
-    let rows: Vec<Range<usize>> = (0..matrix.n_groups()).map(|g| matrix.range(g)).collect();
+    let (units, rows) = initial_units(matrix, task, configs.len(), fit);
     let family = LinearPass::new(matrix, task, configs);
     let max_iter = configs.iter().map(|c| c.max_iter()).max().unwrap_or(1) as usize;
     // Each Newton iteration takes one pass plus at most ~34 line-search halvings.

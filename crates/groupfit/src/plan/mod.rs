@@ -1,20 +1,26 @@
-//! Plans: which worker computes which rows of which group.
+//! Plans: which worker computes which rows of which group, and what that costs.
 //!
 //! A *work unit* is one (group, config) model. Every pass over the data asks,
 //! for each group with active units, for the partial statistics of those units
 //! over the group's rows. A [`Plan`] cuts those rows into [`Shard`]s and gives
-//! each worker a list of shards; a group cut into several shards has its
-//! partial statistics combined before its update. Strategies differ only in
-//! how they cut and place, never in what is computed, so every plan gives the
-//! same models (up to floating-point summation order).
+//! each worker a list of shards, in one or more *stages*; a group cut into
+//! several shards has its partial statistics combined (in row order) at the end
+//! of its stage, before its update. Strategies differ only in how they cut and
+//! place, never in what is computed, so every plan gives the same models (up to
+//! floating-point summation order).
 //!
 //! * [`Strategy::Tp`] — task parallel: whole groups, largest cost first, each to
-//!   the least-loaded worker (LPT).
+//!   the least-loaded worker (LPT). One stage.
+//! * [`Strategy::Dp`] — data parallel: each group in turn, its rows split over
+//!   all workers; one stage per group, so a reduction per group per pass.
 //! * [`Strategy::Fused`] — workers take equal-cost contiguous ranges of the
 //!   group-sorted rows and advance every group in their range in one scan; at
-//!   most `workers - 1` groups are cut.
-//! * [`Strategy::Auto`] — the cheaper of the two under a simple cost model
-//!   (rows times active units per group; a cut group costs one extra reduction).
+//!   most `workers - 1` groups are cut. One stage.
+//! * [`Strategy::Hybrid`] — wrap-around partitioning (Kingpin): groups by size,
+//!   largest first, a group of `n_g` of `n` rows cut into `ceil(n_g * p / n)`
+//!   shards, each shard to the least-loaded worker; one stage.
+//! * [`Strategy::Auto`] — every candidate plan priced by the [`CostModel`]
+//!   ([`Plan::estimate`]), the cheapest wins.
 
 use std::ops::Range;
 
@@ -26,23 +32,37 @@ use crate::error::{GroupfitError, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Strategy {
-    /// Let the planner choose.
+    /// Let the planner choose with its cost model.
     Auto,
     /// Task parallel: whole groups per worker.
     Tp,
+    /// Data parallel: every group split over all workers, one group at a time.
+    Dp,
     /// Row ranges of the group-sorted data per worker, every model in one scan.
     Fused,
+    /// Small groups whole, large groups sharded (wrap-around), one scan per worker.
+    Hybrid,
 }
 
 impl Strategy {
-    /// Parses `auto`, `tp`, `fused`.
+    /// The fixed strategies, in the order `explain` lists them.
+    pub const FIXED: [Strategy; 4] = [
+        Strategy::Tp,
+        Strategy::Dp,
+        Strategy::Fused,
+        Strategy::Hybrid,
+    ];
+
+    /// Parses `auto`, `tp`, `dp`, `fused`, `hybrid`.
     pub fn parse(s: &str) -> Result<Strategy> {
         match s {
             "auto" => Ok(Strategy::Auto),
             "tp" => Ok(Strategy::Tp),
+            "dp" => Ok(Strategy::Dp),
             "fused" => Ok(Strategy::Fused),
+            "hybrid" => Ok(Strategy::Hybrid),
             other => Err(GroupfitError::arg(format!(
-                "unknown strategy '{other}' (expected auto, tp or fused)"
+                "unknown strategy '{other}' (expected auto, tp, dp, fused or hybrid)"
             ))),
         }
     }
@@ -52,7 +72,9 @@ impl Strategy {
         match self {
             Strategy::Auto => "auto",
             Strategy::Tp => "tp",
+            Strategy::Dp => "dp",
             Strategy::Fused => "fused",
+            Strategy::Hybrid => "hybrid",
         }
     }
 }
@@ -68,13 +90,17 @@ pub struct Shard {
     pub whole: bool,
 }
 
-/// Shards per worker, for one strategy.
+/// For each worker, its shards in scan order.
+pub type Stage = Vec<Vec<Shard>>;
+
+/// Shards per worker, in stages, for one strategy.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     /// The strategy this plan implements (never `Auto`).
     pub strategy: Strategy,
-    /// For each worker, its shards in scan order.
-    pub workers: Vec<Vec<Shard>>,
+    /// Stages run one after another; cut groups are reduced and updated at the
+    /// end of their stage. Every stage has one entry per worker.
+    pub stages: Vec<Stage>,
 }
 
 /// What the planner knows about a group.
@@ -92,29 +118,89 @@ impl GroupLoad {
     }
 }
 
+/// The cost model's constants, calibrated on the machine (see
+/// [`crate::exec::calibrate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CostModel {
+    /// Nanoseconds to accumulate one unit over one row.
+    pub row_unit_ns: f64,
+    /// Microseconds to apply one unit's update (the family's step).
+    pub apply_unit_us: f64,
+    /// Microseconds of fixed cost per shard scanned.
+    pub shard_us: f64,
+    /// Microseconds per stage: waking the workers and the barrier at its end.
+    pub stage_us: f64,
+    /// Nanoseconds to combine one statistic of a cut group.
+    pub combine_ns: f64,
+    /// Statistics per unit (the family's `stats_len`).
+    pub stats_len: usize,
+    /// Bytes of state per unit between passes.
+    pub unit_bytes: usize,
+}
+
+impl CostModel {
+    /// Placeholder constants for fixed strategies, which never price plans:
+    /// one nanosecond per unit-row, nothing else.
+    pub fn uncalibrated(stats_len: usize, unit_bytes: usize) -> CostModel {
+        CostModel {
+            row_unit_ns: 1.0,
+            apply_unit_us: 0.0,
+            shard_us: 0.0,
+            stage_us: 0.0,
+            combine_ns: 0.0,
+            stats_len,
+            unit_bytes,
+        }
+    }
+}
+
+/// A plan's estimated cost of one pass with every current unit active.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    /// Seconds of useful work per worker (work divided by workers).
+    pub compute_s: f64,
+    /// Seconds of synchronisation: stage barriers and the serial reduction and
+    /// update of cut groups.
+    pub sync_s: f64,
+    /// Seconds workers wait for the slowest one (load imbalance).
+    pub idle_s: f64,
+    /// `compute_s + sync_s + idle_s`: the estimated wall time of a pass.
+    pub total_s: f64,
+    /// Bytes of model state (units) plus partial statistics of cut groups.
+    pub state_bytes: usize,
+    /// Groups computed whole by one worker.
+    pub groups_whole: usize,
+    /// Groups cut over several workers.
+    pub groups_cut: usize,
+    /// Stages (reductions) per pass.
+    pub stages: usize,
+}
+
 impl Plan {
-    /// Builds the plan for `strategy` over `workers` workers; a group is only
-    /// cut at multiples of `align` rows from its first row.
-    pub fn build(strategy: Strategy, loads: &[GroupLoad], workers: usize, align: usize) -> Plan {
+    /// Builds the plan for a fixed `strategy` over `workers` workers; a group
+    /// is only cut at multiples of `align` rows from its first row. `Auto`
+    /// prices every fixed strategy with `cost` and keeps the cheapest.
+    pub fn build(
+        strategy: Strategy,
+        loads: &[GroupLoad],
+        workers: usize,
+        align: usize,
+        cost: &CostModel,
+    ) -> Plan {
         let workers = workers.max(1);
         let align = align.max(1);
         match strategy {
             Strategy::Tp => Plan::task_parallel(loads, workers),
+            Strategy::Dp => Plan::data_parallel(loads, workers, align),
             Strategy::Fused => Plan::fused(loads, workers, align),
-            Strategy::Auto => {
-                let tp = Plan::task_parallel(loads, workers);
-                let fused = Plan::fused(loads, workers, align);
-                let cut = fused.workers.iter().flatten().filter(|s| !s.whole).count();
-                // Fused is balanced by construction; a cut group costs one extra
-                // reduction, counted as a small fraction of the ideal makespan.
-                let ideal = loads.iter().map(GroupLoad::cost).sum::<f64>() / workers as f64;
-                let fused_cost = ideal * (1.0 + 0.01 * cut as f64);
-                if tp.makespan(loads) <= fused_cost {
-                    tp
-                } else {
-                    fused
-                }
-            }
+            Strategy::Hybrid => Plan::hybrid(loads, workers, align),
+            Strategy::Auto => Strategy::FIXED
+                .iter()
+                .map(|&s| Plan::build(s, loads, workers, align, cost))
+                .map(|p| (p.estimate(loads, cost).total_s, p))
+                .min_by(|a, b| a.0.total_cmp(&b.0))
+                .map(|(_, p)| p)
+                .expect("at least one strategy"),
         }
     }
 
@@ -125,9 +211,7 @@ impl Plan {
         let mut load = vec![0.0f64; workers];
         let mut plan = vec![Vec::new(); workers];
         for g in order {
-            let w = (0..workers)
-                .min_by(|&a, &b| load[a].total_cmp(&load[b]).then(a.cmp(&b)))
-                .unwrap();
+            let w = least_loaded(&load);
             load[w] += loads[g].cost();
             plan[w].push(Shard {
                 group: g,
@@ -137,7 +221,34 @@ impl Plan {
         }
         Plan {
             strategy: Strategy::Tp,
-            workers: plan,
+            stages: vec![plan],
+        }
+    }
+
+    /// Data parallel: one stage per group, its rows in `workers` aligned pieces.
+    fn data_parallel(loads: &[GroupLoad], workers: usize, align: usize) -> Plan {
+        let mut stages = Vec::new();
+        for (g, l) in loads.iter().enumerate() {
+            if l.units == 0 || l.rows.is_empty() {
+                continue;
+            }
+            let mut stage = vec![Vec::new(); workers];
+            for (w, rows) in cut_even(l.rows.clone(), workers, align)
+                .into_iter()
+                .enumerate()
+            {
+                stage[w].push(Shard {
+                    group: g,
+                    rows,
+                    whole: false,
+                });
+            }
+            mark_whole(&mut stage, loads.len());
+            stages.push(stage);
+        }
+        Plan {
+            strategy: Strategy::Dp,
+            stages,
         }
     }
 
@@ -181,30 +292,167 @@ impl Plan {
                 }
             }
         }
-        // A shard is whole when no other shard has rows of its group.
-        let mut pieces = vec![0usize; loads.len()];
-        for s in plan.iter().flatten() {
-            pieces[s.group] += 1;
-        }
-        for s in plan.iter_mut().flatten() {
-            s.whole = pieces[s.group] == 1;
-        }
+        mark_whole(&mut plan, loads.len());
         Plan {
             strategy: Strategy::Fused,
-            workers: plan,
+            stages: vec![plan],
         }
     }
 
-    /// The largest per-worker cost.
+    /// Hybrid: wrap-around partitioning. Groups largest first; a group holding
+    /// `n_g` of the `n` rows is cut into `ceil(n_g * p / n)` aligned shards and
+    /// each shard goes to the least-loaded worker.
+    fn hybrid(loads: &[GroupLoad], workers: usize, align: usize) -> Plan {
+        let total: f64 = loads.iter().map(GroupLoad::cost).sum();
+        let mut order: Vec<usize> = (0..loads.len())
+            .filter(|&g| loads[g].units > 0 && !loads[g].rows.is_empty())
+            .collect();
+        order.sort_by(|&a, &b| loads[b].cost().total_cmp(&loads[a].cost()).then(a.cmp(&b)));
+        let mut load = vec![0.0f64; workers];
+        let mut plan = vec![Vec::new(); workers];
+        for g in order {
+            let l = &loads[g];
+            let pieces = ((l.cost() * workers as f64 / total).ceil() as usize).clamp(1, workers);
+            for rows in cut_even(l.rows.clone(), pieces, align) {
+                let w = least_loaded(&load);
+                load[w] += (rows.len() * l.units) as f64;
+                plan[w].push(Shard {
+                    group: g,
+                    rows,
+                    whole: false,
+                });
+            }
+        }
+        for shards in plan.iter_mut() {
+            shards.sort_by_key(|s| s.rows.start);
+        }
+        mark_whole(&mut plan, loads.len());
+        Plan {
+            strategy: Strategy::Hybrid,
+            stages: vec![plan],
+        }
+    }
+
+    /// The largest per-worker cost (rows times units), summed over stages.
     pub fn makespan(&self, loads: &[GroupLoad]) -> f64 {
-        self.workers
+        self.stages
             .iter()
-            .map(|ws| {
-                ws.iter()
-                    .map(|s| (s.rows.len() * loads[s.group].units) as f64)
-                    .sum::<f64>()
+            .map(|stage| {
+                stage
+                    .iter()
+                    .map(|ws| {
+                        ws.iter()
+                            .map(|s| (s.rows.len() * loads[s.group].units) as f64)
+                            .sum::<f64>()
+                    })
+                    .fold(0.0, f64::max)
             })
-            .fold(0.0, f64::max)
+            .sum()
+    }
+
+    /// Every shard of the plan.
+    pub fn shards(&self) -> impl Iterator<Item = &Shard> {
+        self.stages.iter().flatten().flatten()
+    }
+
+    /// How many shards each group is cut into (0: no work this pass).
+    pub fn pieces(&self, n_groups: usize) -> Vec<usize> {
+        let mut pieces = vec![0usize; n_groups];
+        for s in self.shards() {
+            pieces[s.group] += 1;
+        }
+        pieces
+    }
+
+    /// The estimated cost of one pass of this plan under `cost`.
+    pub fn estimate(&self, loads: &[GroupLoad], cost: &CostModel) -> Estimate {
+        let workers = self.stages.first().map_or(1, Vec::len).max(1);
+        let pieces = self.pieces(loads.len());
+        let (mut compute, mut idle, mut sync) = (0.0, 0.0, 0.0);
+        for stage in &self.stages {
+            let per_worker: Vec<f64> = stage
+                .iter()
+                .map(|shards| {
+                    shards
+                        .iter()
+                        .map(|s| {
+                            let u = loads[s.group].units as f64;
+                            let apply = if s.whole { u * cost.apply_unit_us } else { 0.0 };
+                            s.rows.len() as f64 * u * cost.row_unit_ns * 1e-9
+                                + (cost.shard_us + apply) * 1e-6
+                        })
+                        .sum()
+                })
+                .collect();
+            let max = per_worker.iter().copied().fold(0.0, f64::max);
+            let mean = per_worker.iter().sum::<f64>() / workers as f64;
+            compute += mean;
+            idle += max - mean;
+            sync += cost.stage_us * 1e-6;
+            // The cut groups of this stage are reduced and updated serially.
+            let mut seen = vec![false; loads.len()];
+            for s in stage.iter().flatten().filter(|s| !s.whole) {
+                if !std::mem::replace(&mut seen[s.group], true) {
+                    let u = loads[s.group].units as f64;
+                    sync += (pieces[s.group] as f64 * u * cost.stats_len as f64 * cost.combine_ns)
+                        * 1e-9
+                        + u * cost.apply_unit_us * 1e-6;
+                }
+            }
+        }
+        let units: usize = loads.iter().map(|l| l.units).sum();
+        let cut: Vec<usize> = (0..loads.len()).filter(|&g| pieces[g] > 1).collect();
+        let partial_bytes: usize = cut
+            .iter()
+            .map(|&g| pieces[g] * loads[g].units * cost.stats_len * 8)
+            .sum();
+        Estimate {
+            compute_s: compute,
+            sync_s: sync,
+            idle_s: idle,
+            total_s: compute + sync + idle,
+            state_bytes: units * cost.unit_bytes + partial_bytes,
+            groups_whole: pieces.iter().filter(|&&p| p == 1).count(),
+            groups_cut: cut.len(),
+            stages: self.stages.len(),
+        }
+    }
+}
+
+/// The worker with the least load (the first on ties).
+fn least_loaded(load: &[f64]) -> usize {
+    (0..load.len())
+        .min_by(|&a, &b| load[a].total_cmp(&load[b]).then(a.cmp(&b)))
+        .unwrap_or(0)
+}
+
+/// `rows` in at most `pieces` near-equal ranges cut at multiples of `align`
+/// from its start (fewer when the range is short).
+fn cut_even(rows: Range<usize>, pieces: usize, align: usize) -> Vec<Range<usize>> {
+    let n = rows.len();
+    let blocks = n.div_ceil(align);
+    let pieces = pieces.clamp(1, blocks.max(1));
+    let mut out = Vec::with_capacity(pieces);
+    let mut start = rows.start;
+    for i in 0..pieces {
+        let end_block = blocks * (i + 1) / pieces;
+        let end = (rows.start + end_block * align).min(rows.end);
+        if end > start {
+            out.push(start..end);
+            start = end;
+        }
+    }
+    out
+}
+
+/// Marks a shard whole when no other shard of the stage has rows of its group.
+fn mark_whole(stage: &mut Stage, n_groups: usize) {
+    let mut pieces = vec![0usize; n_groups];
+    for s in stage.iter().flatten() {
+        pieces[s.group] += 1;
+    }
+    for s in stage.iter_mut().flatten() {
+        s.whole = pieces[s.group] == 1;
     }
 }
 
@@ -229,9 +477,8 @@ mod tests {
 
     #[test]
     fn tp_is_lpt() {
-        let p = Plan::build(Strategy::Tp, &loads(&[5, 3, 3, 2, 1]), 2, 1);
-        let groups: Vec<Vec<usize>> = p
-            .workers
+        let p = Plan::build(Strategy::Tp, &loads(&[5, 3, 3, 2, 1]), 2, 1, &C);
+        let groups: Vec<Vec<usize>> = p.stages[0]
             .iter()
             .map(|w| w.iter().map(|s| s.group).collect())
             .collect();
@@ -243,9 +490,9 @@ mod tests {
     #[test]
     fn fused_cuts_evenly_and_marks_whole_shards() {
         let l = loads(&[90, 5, 5]);
-        let p = Plan::build(Strategy::Fused, &l, 2, 1);
+        let p = Plan::build(Strategy::Fused, &l, 2, 1, &C);
         assert_eq!(
-            p.workers[0],
+            p.stages[0][0],
             vec![Shard {
                 group: 0,
                 rows: 0..50,
@@ -253,40 +500,118 @@ mod tests {
             }]
         );
         assert_eq!(
-            p.workers[1][0],
+            p.stages[0][1][0],
             Shard {
                 group: 0,
                 rows: 50..90,
                 whole: false
             }
         );
-        assert!(p.workers[1][1].whole && p.workers[1][2].whole);
-        let covered: usize = p.workers.iter().flatten().map(|s| s.rows.len()).sum();
+        assert!(p.stages[0][1][1].whole && p.stages[0][1][2].whole);
+        let covered: usize = p.shards().map(|s| s.rows.len()).sum();
         assert_eq!(covered, 100);
     }
 
+    /// Costs with a real price on stages and updates.
+    const C: CostModel = CostModel {
+        row_unit_ns: 1.0,
+        apply_unit_us: 1.0,
+        shard_us: 0.1,
+        stage_us: 5.0,
+        combine_ns: 1.0,
+        stats_len: 10,
+        unit_bytes: 100,
+    };
+
     #[test]
-    fn auto_avoids_tp_when_one_group_dominates() {
-        let skewed = loads(&[90, 5, 5]);
-        assert_eq!(
-            Plan::build(Strategy::Auto, &skewed, 2, 1).strategy,
-            Strategy::Fused
+    fn auto_picks_the_cheapest_estimate() {
+        // One dominant group: tp leaves a worker idle, a cut plan wins.
+        let skewed = loads(&[90_000, 5_000, 5_000]);
+        let p = Plan::build(Strategy::Auto, &skewed, 2, 1, &C);
+        assert_ne!(p.strategy, Strategy::Tp);
+        // Many equal groups: nothing to cut, dp pays a stage per group.
+        let even = loads(&[1_000; 20]);
+        let p = Plan::build(Strategy::Auto, &even, 2, 1, &C);
+        assert!(
+            matches!(p.strategy, Strategy::Tp | Strategy::Hybrid),
+            "{:?}",
+            p.strategy
         );
-        let even = loads(&[10; 20]);
-        assert_eq!(
-            Plan::build(Strategy::Auto, &even, 2, 1).strategy,
-            Strategy::Tp
-        );
+        for l in [&skewed, &even] {
+            let best = Strategy::FIXED
+                .iter()
+                .map(|&s| Plan::build(s, l, 2, 1, &C).estimate(l, &C).total_s)
+                .fold(f64::INFINITY, f64::min);
+            let auto = Plan::build(Strategy::Auto, l, 2, 1, &C)
+                .estimate(l, &C)
+                .total_s;
+            assert_eq!(auto, best);
+        }
+    }
+
+    #[test]
+    fn dp_cuts_every_group_over_all_workers_one_stage_each() {
+        let l = loads(&[100, 40, 1]);
+        let p = Plan::build(Strategy::Dp, &l, 2, 10, &C);
+        assert_eq!(p.stages.len(), 3);
+        assert_eq!(p.stages[0][0][0].rows, 0..50);
+        assert_eq!(p.stages[0][1][0].rows, 50..100);
+        assert_eq!(p.stages[1][0][0].rows, 100..120);
+        assert_eq!(p.stages[1][1][0].rows, 120..140);
+        // One row cannot be cut: whole, on worker 0.
+        assert!(p.stages[2][0][0].whole && p.stages[2][1].is_empty());
+        assert_eq!(p.pieces(3), vec![2, 2, 1]);
+    }
+
+    #[test]
+    fn hybrid_is_wrap_around() {
+        // 4 workers, 100 rows: 60 rows -> ceil(2.4) = 3 shards, 20 -> ceil(0.8) = 1, ...
+        let l = loads(&[60, 20, 10, 10]);
+        let p = Plan::build(Strategy::Hybrid, &l, 4, 1, &C);
+        assert_eq!(p.stages.len(), 1);
+        assert_eq!(p.pieces(4), vec![3, 1, 1, 1]);
+        // Shards of group 0 (20 rows each) land on three different workers;
+        // group 1 then goes to the fourth; the two small ones fill the least loaded.
+        let load: Vec<usize> = p.stages[0]
+            .iter()
+            .map(|w| w.iter().map(|s| s.rows.len()).sum())
+            .collect();
+        assert_eq!(load, vec![30, 30, 20, 20]);
+        assert_eq!(p.shards().map(|s| s.rows.len()).sum::<usize>(), 100);
+    }
+
+    #[test]
+    fn estimate_splits_compute_sync_and_idle() {
+        let l = loads(&[1000, 1000]);
+        // tp: one group per worker, perfectly balanced, no cut, one stage.
+        let e = Plan::build(Strategy::Tp, &l, 2, 1, &C).estimate(&l, &C);
+        // per worker: 1000 rows x 1 unit x 1 ns + 0.1 us shard + 1 us apply
+        assert!((e.compute_s - (1000e-9 + 1.1e-6)).abs() < 1e-15);
+        assert_eq!(e.idle_s, 0.0);
+        assert!((e.sync_s - 5e-6).abs() < 1e-15);
+        assert_eq!((e.groups_whole, e.groups_cut, e.stages), (2, 0, 1));
+        assert_eq!(e.state_bytes, 2 * 100);
+        // dp: two stages, each group cut in two: per stage 500 ns + 0.1 us per
+        // worker, then 2 pieces x 10 stats x 1 ns + 1 us update, plus 5 us.
+        let e = Plan::build(Strategy::Dp, &l, 2, 1, &C).estimate(&l, &C);
+        assert!((e.compute_s - 2.0 * (500e-9 + 0.1e-6)).abs() < 1e-15);
+        assert!((e.sync_s - 2.0 * (5e-6 + 20e-9 + 1e-6)).abs() < 1e-15);
+        assert_eq!((e.groups_whole, e.groups_cut, e.stages), (0, 2, 2));
+        assert_eq!(e.state_bytes, 2 * 100 + 2 * 2 * 10 * 8);
+        // A lone group under tp: the other worker idles for the whole pass.
+        let one = loads(&[1000]);
+        let e = Plan::build(Strategy::Tp, &one, 2, 1, &C).estimate(&one, &C);
+        assert!((e.idle_s - e.compute_s).abs() < 1e-15);
     }
 
     #[test]
     fn fused_cuts_only_at_aligned_rows() {
         let l = loads(&[1000, 10]);
-        let p = Plan::build(Strategy::Fused, &l, 3, 256);
-        for s in p.workers.iter().flatten() {
+        let p = Plan::build(Strategy::Fused, &l, 3, 256, &C);
+        for s in p.shards() {
             assert!(s.rows.start % 256 == 0 || s.group == 1, "{s:?}");
         }
-        let covered: usize = p.workers.iter().flatten().map(|s| s.rows.len()).sum();
+        let covered: usize = p.shards().map(|s| s.rows.len()).sum();
         assert_eq!(covered, 1010);
     }
 
@@ -294,9 +619,9 @@ mod tests {
     fn groups_without_units_take_no_work() {
         let mut l = loads(&[4, 4]);
         l[0].units = 0;
-        for s in [Strategy::Tp, Strategy::Fused] {
-            let p = Plan::build(s, &l, 3, 1);
-            assert!(p.workers.iter().flatten().all(|s| s.group == 1));
+        for s in Strategy::FIXED {
+            let p = Plan::build(s, &l, 3, 1, &C);
+            assert!(p.shards().all(|s| s.group == 1));
         }
     }
 }

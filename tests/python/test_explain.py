@@ -1,0 +1,93 @@
+"""`groupfit explain`: the planner's estimates, without training."""
+import json
+import os
+
+import pytest
+
+from conftest import assert_cli_error, make_grouped, run
+
+STRATEGIES = ["tp", "dp", "fused", "hybrid"]
+
+
+def explain_json(gf, data, *extra, env=None):
+    args = ["explain", "--data", data, "--by", "g", "--target", "y", "--json", *extra]
+    out = gf.ok(*args)
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    assert len(lines) == 1
+    return json.loads(lines[0])
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    d = tmp_path / "cache"
+    monkeypatch.setenv("GROUPFIT_CACHE_DIR", str(d))
+    return d
+
+
+def test_explain_prices_every_strategy_and_trains_nothing(gf, tmp_path, cache_dir):
+    sizes = {"big": 9000, **{f"s{i}": 60 + 13 * i for i in range(30)}}
+    cols, _ = make_grouped(seed=3, sizes=sizes, d=4)
+    data = gf.write_parquet(tmp_path / "t.parquet", cols)
+    out = tmp_path / "m.gfm"
+    e = explain_json(gf, data, "--param", "C=0.1,1", "--threads", "2", "--out", out)
+    assert not out.exists(), "explain must not write a model"
+    assert e["groups"] == 31 and e["groups_own"] == 31
+    assert e["units"] == (31 + 1) * 2
+    assert e["workers"] == 2 and e["features"] == 4
+    names = [s["strategy"] for s in e["strategies"]]
+    assert names == STRATEGIES
+    for s in e["strategies"]:
+        assert s["pass_s"] == pytest.approx(s["compute_s"] + s["sync_s"] + s["idle_s"])
+        assert min(s["compute_s"], s["sync_s"], s["idle_s"]) >= 0
+        assert s["groups_whole"] + s["groups_cut"] == 32  # the global model's rows count as a group
+        assert s["state_bytes"] > 0
+    by = {s["strategy"]: s for s in e["strategies"]}
+    # auto is the cheapest estimate.
+    assert e["auto"] == min(e["strategies"], key=lambda s: s["pass_s"])["strategy"]
+    # tp never cuts, dp cuts every group with more than one block and has a stage per group.
+    assert by["tp"]["groups_cut"] == 0 and by["tp"]["stages"] == 1
+    assert by["dp"]["stages"] == 32
+    assert {g["key"] for g in by["dp"]["cut"]} >= {"(global)", "big"}
+    # dp reduces every group every pass: more synchronisation than tp.
+    assert by["dp"]["sync_s"] > by["tp"]["sync_s"]
+    c = e["calibration"]
+    assert c["row_unit_ns"] > 0 and c["stage_us"] > 0 and c["combine_ns"] > 0
+    assert c["cache_file"] == str(cache_dir / "calibration.json")
+
+
+def test_calibration_is_cached_with_its_date(gf, tmp_path, cache_dir):
+    cols, _ = make_grouped(seed=4, sizes={"a": 500, "b": 300}, d=3)
+    data = gf.write_parquet(tmp_path / "t.parquet", cols)
+    first = explain_json(gf, data)["calibration"]
+    assert first["cached"] is False
+    cached = json.loads((cache_dir / "calibration.json").read_text())
+    assert len(cached) == 1 and cached[0]["date"] == first["date"]
+    assert cached[0]["stage_us"] == first["stage_us"]
+    second = explain_json(gf, data)["calibration"]
+    assert second["cached"] is True and second["stage_us"] == first["stage_us"]
+    # Another worker count is measured (and cached) separately.
+    third = explain_json(gf, data, "--threads", "3")["calibration"]
+    assert third["cached"] is False
+    assert len(json.loads((cache_dir / "calibration.json").read_text())) == 2
+
+
+def test_explain_human_output_names_the_auto_choice(gf, tmp_path, cache_dir):
+    cols, _ = make_grouped(seed=5, sizes={"a": 3000, "b": 200, "c": 100}, d=3)
+    data = gf.write_parquet(tmp_path / "t.parquet", cols)
+    out = gf.ok("explain", "--data", data, "--by", "g", "--target", "y", "--threads", "2")
+    e = explain_json(gf, data, "--threads", "2")
+    lines = out.splitlines()
+    assert lines[0].startswith("plan for linear binary models: 3 groups")
+    auto_lines = [ln for ln in lines if ln.endswith("<- auto")]
+    assert len(auto_lines) == 1 and auto_lines[0].split()[0] in STRATEGIES
+    for s in STRATEGIES:
+        assert any(ln.split() and ln.split()[0] == s for ln in lines), s
+
+
+def test_explain_reports_bad_input_like_train(gf, tmp_path, cache_dir):
+    cols, _ = make_grouped(seed=6, sizes={"a": 50}, d=2)
+    data = gf.write_parquet(tmp_path / "t.parquet", cols)
+    rc, _, err = run("explain", "--data", data, "--by", "g", "--target", "nope")
+    assert_cli_error(rc, err, "nope", "t.parquet")
+    rc, _, err = run("explain", "--data", data, "--by", "g", "--target", "y", "--strategy", "zigzag")
+    assert_cli_error(rc, err, "zigzag", "hybrid")
