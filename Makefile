@@ -2,10 +2,13 @@
 #
 #   make venv    create .venv and install requirements-dev.txt (redone only when it changes)
 #   make build   build the Rust workspace (release); the CLI lands in target/release/groupfit
-#   make test    Rust tests, then the Python suite that drives the CLI
+#   make wheel   build the Python package (crates/groupfit-py + python/groupfit) into .venv
+#   make test    Rust tests, then the Python suite (CLI, Python API, Ray runner)
 #   make demo    run scripts/demo.sh
 #   make bench   run benchmarks/linear.sh
 #   make bench-mlp  run benchmarks/mlp.sh (installs PyTorch into bench-out/torch-venv on demand)
+#   make bench-ray  run benchmarks/ray.sh (the Ray runner against ray-tasks)
+#   make bench-strategies  run benchmarks/strategies.sh (every strategy in three regimes)
 #   make fmt     format the Rust code
 #   make clean   remove build output and test caches (keeps .venv)
 
@@ -15,7 +18,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.stamp
 CARGO  ?= cargo
 
-.PHONY: venv build test test-rust test-python demo bench bench-mlp fmt clean
+.PHONY: venv build wheel test test-rust test-python demo bench bench-mlp bench-ray bench-strategies fmt clean
 
 venv: $(STAMP)
 
@@ -27,16 +30,20 @@ $(STAMP): requirements-dev.txt
 build:
 	$(CARGO) build --release --workspace
 
-test: venv build
+# The extension module, built in release mode and installed (editable) into .venv.
+wheel: venv
+	VIRTUAL_ENV=$(abspath $(VENV)) $(PY) -m maturin develop --release -q
+
+test: venv build wheel
 	$(CARGO) test --release --workspace
-	$(VENV)/bin/pytest -q tests/python
+	$(PY) -m pytest -q tests/python
 
 # The two halves alone, for quicker iteration.
 test-rust:
 	$(CARGO) test --release --workspace
 
-test-python: venv build
-	$(VENV)/bin/pytest -q tests/python
+test-python: venv build wheel
+	$(PY) -m pytest -q tests/python
 
 demo: venv build
 	bash scripts/demo.sh
@@ -46,6 +53,12 @@ bench: venv build
 
 bench-mlp: venv build
 	bash benchmarks/mlp.sh
+
+bench-ray: venv wheel
+	bash benchmarks/ray.sh
+
+bench-strategies: venv build
+	bash benchmarks/strategies.sh
 
 fmt:
 	$(CARGO) fmt --all

@@ -55,7 +55,7 @@ for s in $SYSTEMS; do
     echo "running $s ..." >&2
     "$PY" "$SHARED/bench/baselines.py" --data "$DATA" --family gbdt --system "$s" >> "$RESULTS"
 done
-"$PY" "$ROOT/benchmarks/report.py" "$RESULTS" lightgbm
+"$PY" "$ROOT/benchmarks/report.py" "$RESULTS" --reference lightgbm
 
 if [ "$FLIGHTS" = 1 ]; then
     echo

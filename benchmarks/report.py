@@ -3,26 +3,27 @@
 groupfit's row is the run with the median wall time of its repeats; every
 ratio is baseline wall time / groupfit wall time, from the same file (run).
 The score difference column is against the first baseline whose name starts
-with the reference prefix (argument 2; default `sklearn`).
+with the reference prefix (default `sklearn`).
 
-  python benchmarks/report.py RESULTS.jsonl [REFERENCE_PREFIX]
+  report.py RESULTS.jsonl [--reference PREFIX] [--system NAME]
+      # NAME: our row's name (default groupfit; groupfit-ray for benchmarks/ray.sh)
 """
 import json
 import statistics
 import sys
 
 
-def main(path, ref_prefix="sklearn"):
+def main(path, ref_prefix="sklearn", system="groupfit"):
     runs = [json.loads(line) for line in open(path) if line.strip()]
-    ours = sorted((r for r in runs if r["system"] == "groupfit"), key=lambda r: r["wall_s"])
+    ours = sorted((r for r in runs if r["system"] == system), key=lambda r: r["wall_s"])
     if not ours:
-        sys.exit("no groupfit run in " + path)
+        sys.exit(f"no {system} run in " + path)
     gf = ours[len(ours) // 2]
-    base = [r for r in runs if r["system"] != "groupfit"]
+    base = [r for r in runs if r["system"] != system]
     key = "valid_logloss" if "valid_logloss" in gf else "valid_rmse"
     ref = next((r for r in base if r["system"].startswith(ref_prefix)), None)
     print(f"data: {path}")
-    print(f"groupfit: {len(ours)} runs, wall {', '.join('%.3f' % r['wall_s'] for r in ours)} s; "
+    print(f"{system}: {len(ours)} runs, wall {', '.join('%.3f' % r['wall_s'] for r in ours)} s; "
           f"strategy {gf['strategy']}, {gf['passes']} passes, "
           f"time outside the solver's data passes {100 * (1 - gf['passes_s'] / gf['wall_s']):.0f}% "
           f"(load {gf['load_s']:.3f} s, passes {gf['passes_s']:.3f} s)")
@@ -37,8 +38,20 @@ def main(path, ref_prefix="sklearn"):
         if ref:
             line += f"{r.get(key, float('nan')) - ref[key]:>+28.5f}"
         print(line)
+    if "comm_s" in gf:
+        print(f"{system} (median run): ray.init {gf['ray_init_s']:.3f} s; runner setup {gf['setup_s']:.3f} s "
+              f"(actors, shard transfer, group statistics, layouts), passes {gf['passes_s']:.3f} s; "
+              f"compute inside the engine (slowest actor) {gf['compute_s']:.3f} s, "
+              f"communication (scheduling, transfer, serialisation) {gf['comm_s']:.3f} s; "
+              f"shards {gf['shard_rows']} rows, {gf['shared_groups']} groups sharded")
     print("x groupfit = that system's wall time / groupfit's (higher: groupfit faster)")
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results")
+    ap.add_argument("--reference", default="sklearn")
+    ap.add_argument("--system", default="groupfit")
+    a = ap.parse_args()
+    main(a.results, a.reference, a.system)

@@ -301,10 +301,24 @@ fn argmin(v: &[f64]) -> usize {
 /// Trains one model per (group, config) from Parquet files (`spec.data`,
 /// `spec.valid`), selects per group, and returns the bundle.
 pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput> {
+    train_with(spec, family(&spec.model)?.as_ref(), on)
+}
+
+/// [`train`] with the fitting done by `family` instead of the registry's
+/// family for `spec.model` (a runner that fits a registered family's units
+/// elsewhere, e.g. on Ray workers, still gets the shared reading, split,
+/// scoring and selection).
+pub fn train_with(
+    spec: &TrainSpec,
+    family: &dyn Family,
+    on: &mut dyn FnMut(Event),
+) -> Result<TrainOutput> {
     let t0 = Instant::now();
-    let input = read_inputs(spec, on)?;
+    let input = read_inputs(spec, family, on)?;
     trace_stamp(t0, "read parquet");
-    input.run(spec, t0, Mode::Train, on).map(Outcome::trained)
+    input
+        .run(spec, family, t0, Mode::Train, on)
+        .map(Outcome::trained)
 }
 
 /// Trains from in-memory Arrow data: `train` holds the training rows,
@@ -317,8 +331,19 @@ pub fn train_table(
     valid: Option<&RecordBatch>,
     on: &mut dyn FnMut(Event),
 ) -> Result<TrainOutput> {
+    train_table_with(spec, family(&spec.model)?.as_ref(), train, valid, on)
+}
+
+/// [`train_table`] with the fitting done by `family` (see [`train_with`]).
+pub fn train_table_with(
+    spec: &TrainSpec,
+    family: &dyn Family,
+    train: &RecordBatch,
+    valid: Option<&RecordBatch>,
+    on: &mut dyn FnMut(Event),
+) -> Result<TrainOutput> {
     let t0 = Instant::now();
-    let (family, points) = prepare(spec)?;
+    let points = prepare(spec, family)?;
     let path = spec.data.as_path();
     let features = resolve_features(spec, &train.schema(), path)?;
     let wanted = wanted_columns(spec, &features);
@@ -336,7 +361,7 @@ pub fn train_table(
     };
     fit_tables(
         spec,
-        family.as_ref(),
+        family,
         points,
         features,
         (&batch, path),
@@ -525,16 +550,16 @@ fn explain_output(
 /// does, runs the planner's pilot, and prices every strategy.
 pub fn explain(spec: &TrainSpec) -> Result<ExplainOutput> {
     let t0 = Instant::now();
-    let input = read_inputs(spec, &mut |_| {})?;
-    match input.run(spec, t0, Mode::Explain, &mut |_| {})? {
+    let fam = family(&spec.model)?;
+    let input = read_inputs(spec, fam.as_ref(), &mut |_| {})?;
+    match input.run(spec, fam.as_ref(), t0, Mode::Explain, &mut |_| {})? {
         Outcome::Explained(e) => Ok(e),
         Outcome::Trained(_) => unreachable!("explain mode does not train"),
     }
 }
 
-/// The checked family, grid and features, and the data read from Parquet.
+/// The checked grid and features, and the data read from Parquet.
 struct Inputs {
-    family: Box<dyn Family>,
     points: Vec<ConfigEntry>,
     features: Vec<String>,
     batch: RecordBatch,
@@ -545,13 +570,14 @@ impl Inputs {
     fn run(
         self,
         spec: &TrainSpec,
+        family: &dyn Family,
         t0: Instant,
         mode: Mode,
         on: &mut dyn FnMut(Event),
     ) -> Result<Outcome> {
         fit_tables(
             spec,
-            self.family.as_ref(),
+            family,
             self.points,
             self.features,
             (&self.batch, spec.data.as_path()),
@@ -564,8 +590,8 @@ impl Inputs {
 }
 
 /// Checks `spec` and reads its Parquet inputs (only the columns it needs).
-fn read_inputs(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<Inputs> {
-    let (family, points) = prepare(spec)?;
+fn read_inputs(spec: &TrainSpec, family: &dyn Family, on: &mut dyn FnMut(Event)) -> Result<Inputs> {
+    let points = prepare(spec, family)?;
     let path = spec.data.as_path();
     let schema = parquet_schema(path)?;
     let features = resolve_features(spec, &schema, path)?;
@@ -581,7 +607,6 @@ fn read_inputs(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<Inputs> {
         None => None,
     };
     Ok(Inputs {
-        family,
         points,
         features,
         batch,
@@ -599,9 +624,8 @@ fn trace_stamp(t0: Instant, what: &str) {
     }
 }
 
-/// Checks the arguments that need no data; returns the family and the grid.
-fn prepare(spec: &TrainSpec) -> Result<(Box<dyn Family>, Vec<ConfigEntry>)> {
-    let fam = family(&spec.model)?;
+/// Checks the arguments that need no data; returns the grid.
+fn prepare(spec: &TrainSpec, fam: &dyn Family) -> Result<Vec<ConfigEntry>> {
     let points = Grid::parse(&spec.params)?.points();
     fam.check(&points)?;
     if spec.by.is_empty() {
@@ -618,7 +642,7 @@ fn prepare(spec: &TrainSpec) -> Result<(Box<dyn Family>, Vec<ConfigEntry>)> {
     if spec.min_rows == 0 {
         return Err(GroupfitError::arg("--min-rows must be at least 1"));
     }
-    Ok((fam, points))
+    Ok(points)
 }
 
 /// The feature list (given or defaulted), checked against `schema`.

@@ -57,6 +57,25 @@ pub struct GroupedMatrix {
     mean: Vec<f64>,
     scale: Vec<f64>,
     impute: Vec<f64>,
+    /// Per group, the index its first block has in the whole group (0 unless
+    /// the matrix holds a shard of a group that starts further in).
+    block_base: Vec<usize>,
+}
+
+/// Standardisation given from outside instead of computed from the rows: a
+/// worker holding shards of groups standardises them by each group's
+/// statistics over all workers, so its blocks are those of a single-machine
+/// layout (see `exec::remote`).
+#[derive(Debug, Clone, Copy)]
+pub struct GivenStats<'a> {
+    /// Per group, the mean of each feature (`n_groups x d`).
+    pub mean: &'a [f64],
+    /// Per group, the scale of each feature (`n_groups x d`).
+    pub scale: &'a [f64],
+    /// The value that replaces a missing value of each feature.
+    pub impute: &'a [f64],
+    /// Per group, the position (in blocks) of its first row in the whole group.
+    pub block_base: &'a [usize],
 }
 
 /// What [`GroupedMatrix::build`] reads: raw feature columns (NaN for missing),
@@ -102,6 +121,32 @@ impl GroupedMatrix {
     /// blocks. Returns the matrix; [`GroupedMatrix::impute`] gives the values
     /// that replaced NaN.
     pub fn build(input: LayoutInput<'_>) -> Result<GroupedMatrix> {
+        Self::build_inner(input, None)
+    }
+
+    /// Builds the layout with the given standardisation (no statistics
+    /// passes; `with_global` must be false). Each group's blocks are numbered
+    /// from its `block_base`, so a shard cut at a block boundary of a group
+    /// has the blocks (and Hessian sample) it has in the whole group.
+    pub fn build_with_stats(
+        input: LayoutInput<'_>,
+        given: GivenStats<'_>,
+    ) -> Result<GroupedMatrix> {
+        let (d, ng) = (input.columns.len(), input.n_groups);
+        if input.with_global
+            || given.mean.len() != ng * d
+            || given.scale.len() != ng * d
+            || given.impute.len() != d
+            || given.block_base.len() != ng
+        {
+            return Err(GroupfitError::arg(
+                "layout: given statistics do not match the groups and features",
+            ));
+        }
+        Self::build_inner(input, Some(given))
+    }
+
+    fn build_inner(input: LayoutInput<'_>, given: Option<GivenStats<'_>>) -> Result<GroupedMatrix> {
         let d = input.columns.len();
         let n = input.rows.len();
         if input.group_of.len() != n {
@@ -186,14 +231,28 @@ impl GroupedMatrix {
             (t..d)
                 .step_by(threads)
                 .map(|j| {
-                    let st = crate::with_values!(input.columns[j], |v| column_pass(
-                        v,
-                        &input,
-                        &group_rows,
-                        &shape,
-                        j,
-                        out
-                    ));
+                    let st = match given {
+                        None => crate::with_values!(input.columns[j], |v| column_pass(
+                            v,
+                            &input,
+                            &group_rows,
+                            &shape,
+                            j,
+                            out
+                        )),
+                        Some(gs) => {
+                            let st = ColumnStats {
+                                mean: (0..ng).map(|g| gs.mean[g * d + j]).collect(),
+                                scale: (0..ng).map(|g| gs.scale[g * d + j]).collect(),
+                                impute: gs.impute[j],
+                            };
+                            let inv: Vec<f64> = st.scale.iter().map(|s| 1.0 / s).collect();
+                            crate::with_values!(input.columns[j], |v| gather_column(
+                                v, &input, &shape, j, out, &st, &inv
+                            ));
+                            st
+                        }
+                    };
                     (j, st)
                 })
                 .collect()
@@ -230,6 +289,7 @@ impl GroupedMatrix {
             mean,
             scale,
             impute,
+            block_base: given.map_or_else(|| vec![0; g_total], |gs| gs.block_base.to_vec()),
         })
     }
 
@@ -269,7 +329,7 @@ impl GroupedMatrix {
                 width: (end - off) / self.dp,
                 dp: self.dp,
                 y: &self.y[r0..r1],
-                index: i,
+                index: self.block_base[g] + i,
             }
         })
     }
@@ -394,6 +454,36 @@ fn column_pass<T: Copy + Into<f64>>(
         .map(|g| std_or_one(sq[g], group_rows[g], mean[g]))
         .collect();
     let inv: Vec<f64> = scale.iter().map(|s| 1.0 / s).collect();
+    let st = ColumnStats {
+        mean,
+        scale,
+        impute,
+    };
+    gather_column(v, input, shape, j, out, &st, &inv);
+    st
+}
+
+/// Writes feature `j`, standardised by `st` (`inv`: reciprocal scales), into
+/// the blocks (and the global copy when the layout has one).
+fn gather_column<T: Copy + Into<f64>>(
+    v: &[T],
+    input: &LayoutInput<'_>,
+    shape: &Shape<'_>,
+    j: usize,
+    out: SharedOut,
+    st: &ColumnStats,
+    inv: &[f64],
+) {
+    let ng = input.n_groups;
+    let (mean, impute) = (&st.mean, st.impute);
+    let value = |r: u32| -> f64 {
+        let x: f64 = v[r as usize].into();
+        if x.is_nan() {
+            impute
+        } else {
+            x
+        }
+    };
     // Gather in layout order: one (random) read of the source per row, then
     // sequential writes into the group's block and, if present, the global copy.
     let global_slot = |p: usize| -> usize {
@@ -424,15 +514,10 @@ fn column_pass<T: Copy + Into<f64>>(
             }
         }
     }
-    ColumnStats {
-        mean,
-        scale,
-        impute,
-    }
 }
 
 /// Population standard deviation, or 1 when the column is (numerically) constant.
-fn std_or_one(sq: f64, count: f64, mean: f64) -> f64 {
+pub(crate) fn std_or_one(sq: f64, count: f64, mean: f64) -> f64 {
     if count <= 0.0 {
         return 1.0;
     }

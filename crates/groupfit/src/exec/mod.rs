@@ -10,6 +10,8 @@
 //! nested pools); families own no threads and no global state, so the same
 //! three calls can run on remote workers.
 
+pub mod remote;
+
 use std::ops::Range;
 use std::sync::{Barrier, Mutex, RwLock};
 

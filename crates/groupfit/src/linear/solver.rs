@@ -126,6 +126,54 @@ impl UnitState {
             grad_max: f64::NAN,
         }
     }
+
+    /// Appends the state to `out` as `f64` values (`3 (d + 1) + 8` of them):
+    /// what a remote worker's snapshot holds.
+    pub fn save(&self, out: &mut Vec<f64>) {
+        out.extend_from_slice(&self.w);
+        out.extend_from_slice(&self.base);
+        out.extend_from_slice(&self.dir);
+        let status = match self.status {
+            Status::Active => 0.0,
+            Status::Converged => 1.0,
+            Status::MaxIter => 2.0,
+        };
+        out.extend_from_slice(&[
+            self.f_base,
+            self.slope,
+            self.alpha,
+            f64::from(self.iter),
+            f64::from(self.passes),
+            status,
+            self.objective,
+            self.grad_max,
+        ]);
+    }
+
+    /// Reads a state written by [`UnitState::save`] (for the same number of
+    /// features) from the start of `v`; returns the values read, or `None`
+    /// when `v` is too short or malformed.
+    pub fn load(&mut self, v: &[f64]) -> Option<usize> {
+        let p = self.w.len();
+        let n = 3 * p + 8;
+        if v.len() < n {
+            return None;
+        }
+        self.w.copy_from_slice(&v[..p]);
+        self.base.copy_from_slice(&v[p..2 * p]);
+        self.dir.copy_from_slice(&v[2 * p..3 * p]);
+        let t = &v[3 * p..n];
+        self.status = match t[5] {
+            0.0 => Status::Active,
+            1.0 => Status::Converged,
+            2.0 => Status::MaxIter,
+            _ => return None,
+        };
+        (self.f_base, self.slope, self.alpha) = (t[0], t[1], t[2]);
+        (self.iter, self.passes) = (t[3] as u32, t[4] as u32);
+        (self.objective, self.grad_max) = (t[6], t[7]);
+        Some(n)
+    }
 }
 
 /// The partial step: adds, for each unit (the configs of one group), `C *

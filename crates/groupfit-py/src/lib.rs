@@ -1,0 +1,463 @@
+//! `groupfit._native`: the PyO3 bindings of the groupfit engine.
+//!
+//! All PyO3 code of the project lives in this crate. Tables cross the
+//! boundary through the Arrow C data interface (`__arrow_c_stream__`, via
+//! `arrow-pyarrow`), so no row is touched by Python. Engine errors become the
+//! exception classes of `groupfit.exceptions` (created here, re-exported
+//! there) with the engine's one-line message, the same text the CLI prints
+//! after `error: `.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arrow_array::ffi_stream::RecordBatchStreamReader;
+use arrow_array::{
+    ArrayRef, Float64Array, RecordBatch, RecordBatchReader, StringArray, UInt64Array,
+};
+use arrow_pyarrow::{PyArrowType, ToPyArrow};
+use arrow_schema::{ArrowError, DataType, Field, Schema};
+use groupfit::data::Task;
+use groupfit::error::GroupfitError as EngineError;
+use groupfit::family::{family, Family};
+use groupfit::job::{self, TrainSpec};
+use groupfit::plan::Strategy;
+use groupfit::store::{ModelBundle, Route};
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+mod remote;
+
+create_exception!(
+    _native,
+    GroupfitError,
+    PyException,
+    "Base class of every groupfit engine error."
+);
+create_exception!(groupfit.exceptions, DataError, GroupfitError, "The input data cannot be used (missing or non-numeric column, infinite value, no usable rows, bad target).");
+create_exception!(
+    _native,
+    MissingColumnError,
+    DataError,
+    "A named column is not in the table or file."
+);
+create_exception!(
+    _native,
+    NonNumericColumnError,
+    DataError,
+    "A feature or target column is not numeric."
+);
+create_exception!(
+    _native,
+    InfiniteValueError,
+    DataError,
+    "A feature or target holds +/- infinity."
+);
+create_exception!(
+    groupfit.exceptions,
+    EmptyInputError,
+    DataError,
+    "No usable rows."
+);
+create_exception!(
+    _native,
+    TargetError,
+    DataError,
+    "A binary target holds a value other than 0/1, or one class only."
+);
+create_exception!(
+    _native,
+    ParamError,
+    GroupfitError,
+    "An invalid hyper-parameter or grid."
+);
+create_exception!(
+    _native,
+    ArgumentError,
+    GroupfitError,
+    "An invalid or conflicting argument."
+);
+create_exception!(
+    _native,
+    ModelFileError,
+    GroupfitError,
+    "A model file is corrupt, truncated or of an unsupported format version."
+);
+create_exception!(
+    _native,
+    FileError,
+    GroupfitError,
+    "A file cannot be read or written, or is not readable Parquet."
+);
+create_exception!(
+    _native,
+    RunnerError,
+    GroupfitError,
+    "A distributed runner failed (a worker failed repeatedly, or a protocol error)."
+);
+
+/// Maps an engine error to its Python exception class, message unchanged.
+pub(crate) fn to_py(e: EngineError) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        EngineError::Io { .. } | EngineError::Parquet { .. } => FileError::new_err(msg),
+        EngineError::MissingColumn { .. } => MissingColumnError::new_err(msg),
+        EngineError::NonNumericColumn { .. } => NonNumericColumnError::new_err(msg),
+        EngineError::InfiniteValue { .. } => InfiniteValueError::new_err(msg),
+        EngineError::EmptyInput { .. } => EmptyInputError::new_err(msg),
+        EngineError::BadBinaryTarget { .. } | EngineError::SingleClass { .. } => {
+            TargetError::new_err(msg)
+        }
+        EngineError::InvalidParam { .. } => ParamError::new_err(msg),
+        EngineError::InvalidArgument { .. } => ArgumentError::new_err(msg),
+        EngineError::CorruptModel { .. } | EngineError::UnsupportedVersion { .. } => {
+            ModelFileError::new_err(msg)
+        }
+    }
+}
+
+fn arrow_err(e: ArrowError) -> PyErr {
+    ArgumentError::new_err(format!("cannot read the Arrow table: {e}"))
+}
+
+/// Training or prediction input: a Parquet path, or an Arrow stream (any
+/// object with `__arrow_c_stream__`: pyarrow Table, polars DataFrame, ...).
+#[derive(FromPyObject)]
+pub(crate) enum Input {
+    /// A Parquet file.
+    Path(PathBuf),
+    /// An Arrow table.
+    Table(PyArrowType<RecordBatchStreamReader>),
+}
+
+/// Reads an Arrow stream into one batch (columns concatenated, buffers shared when there is one chunk).
+pub(crate) fn collect(reader: RecordBatchStreamReader) -> PyResult<RecordBatch> {
+    let schema = reader.schema();
+    let batches: Vec<RecordBatch> = reader.collect::<Result<_, _>>().map_err(arrow_err)?;
+    match batches.len() {
+        1 => Ok(batches.into_iter().next().unwrap()),
+        _ => arrow_select::concat::concat_batches(&schema, &batches).map_err(arrow_err),
+    }
+}
+
+/// Parses `strategy` and `task` arguments.
+fn parse_strategy(s: &str) -> PyResult<Strategy> {
+    Strategy::parse(s).map_err(to_py)
+}
+
+/// Label of in-memory training data in messages.
+const TABLE: &str = "<table>";
+/// Label of in-memory validation data in messages.
+const VALID_TABLE: &str = "<valid table>";
+
+/// Trains on `data` (path or Arrow) and returns the bundle with its summary
+/// (`wall_s` and the bundle's stored summary filled in as the CLI does).
+/// With `remote` (the Ray runner's driver), the units are fitted by it on
+/// `remote_workers` workers (see `remote::RemoteFamily`).
+#[pyfunction]
+#[pyo3(signature = (data, by, target, *, valid=None, valid_fraction=0.2, features=None,
+    task=None, model="linear".to_string(), params=Vec::new(), min_rows=10, threads=0, seed=0,
+    strategy="auto".to_string(), remote=None, remote_workers=2))]
+#[allow(clippy::too_many_arguments)]
+fn train(
+    py: Python<'_>,
+    data: Input,
+    by: Vec<String>,
+    target: String,
+    valid: Option<Input>,
+    valid_fraction: f64,
+    features: Option<Vec<String>>,
+    task: Option<String>,
+    model: String,
+    params: Vec<String>,
+    min_rows: usize,
+    threads: usize,
+    seed: u64,
+    strategy: String,
+    remote: Option<Py<PyAny>>,
+    remote_workers: usize,
+) -> PyResult<Bundle> {
+    let start = std::time::Instant::now();
+    let task = task
+        .as_deref()
+        .map(Task::parse)
+        .transpose()
+        .map_err(to_py)?;
+    let strategy = parse_strategy(&strategy)?;
+    let train = Source::from_input(data)?;
+    let valid = valid.map(Source::from_input).transpose()?;
+    let remote = remote.map(|driver| remote::RemoteFamily {
+        driver,
+        workers: remote_workers.max(1),
+        error: Default::default(),
+    });
+    if remote.is_some() && model != "linear" {
+        return Err(ArgumentError::new_err(format!(
+            "the Ray runner fits the linear family only (got model '{model}')"
+        )));
+    }
+    let out = py.detach(|| -> Result<job::TrainOutput, EngineError> {
+        let registered;
+        let fam: &dyn Family = match &remote {
+            Some(r) => r,
+            None => {
+                registered = family(&model)?;
+                registered.as_ref()
+            }
+        };
+        let label = |s: &Source, table: &str| match s {
+            Source::Path(p) => p.clone(),
+            Source::Batch(_) => PathBuf::from(table),
+        };
+        let spec = TrainSpec {
+            valid: valid.as_ref().map(|v| label(v, VALID_TABLE)),
+            valid_fraction,
+            features,
+            task,
+            model: model.clone(),
+            params,
+            min_rows,
+            threads,
+            seed,
+            strategy,
+            ..TrainSpec::new(label(&train, TABLE), by, target)
+        };
+        match (&train, &valid) {
+            (Source::Path(_), None | Some(Source::Path(_))) => {
+                job::train_with(&spec, fam, &mut |_| {})
+            }
+            _ => {
+                let tb = train.batch(spec.data.as_path())?;
+                let vb = match &valid {
+                    Some(v) => Some(v.batch(spec.valid.as_deref().unwrap())?),
+                    None => None,
+                };
+                job::train_table_with(&spec, fam, &tb, vb.as_ref(), &mut |_| {})
+            }
+        }
+    });
+    if let Some(r) = &remote {
+        if let Some(e) = r.error.lock().unwrap().take() {
+            return Err(e);
+        }
+    }
+    let mut out = out.map_err(to_py)?;
+    if remote.is_some() {
+        out.summary.strategy = "hybrid".to_string();
+    }
+    out.summary.wall_s = start.elapsed().as_secs_f64();
+    out.bundle.summary = serde_json::to_value(&out.summary).expect("summary serialises");
+    Ok(Bundle { inner: out.bundle })
+}
+
+/// A training or prediction source after conversion from Python.
+enum Source {
+    Path(PathBuf),
+    Batch(RecordBatch),
+}
+
+impl Source {
+    fn from_input(i: Input) -> PyResult<Source> {
+        Ok(match i {
+            Input::Path(p) => Source::Path(p),
+            Input::Table(t) => Source::Batch(collect(t.0)?),
+        })
+    }
+
+    /// The source as one batch (a path is read whole).
+    fn batch(&self, _label: &std::path::Path) -> Result<RecordBatch, EngineError> {
+        match self {
+            Source::Batch(b) => Ok(b.clone()),
+            Source::Path(p) => {
+                let schema = groupfit::data::parquet_schema(p)?;
+                let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+                groupfit::data::read_parquet(p, &names, job::resolve_threads(0))
+            }
+        }
+    }
+}
+
+/// A trained model bundle: every group's chosen model, the global model and the summary.
+#[pyclass(module = "groupfit._native", frozen)]
+pub struct Bundle {
+    inner: ModelBundle,
+}
+
+#[pymethods]
+impl Bundle {
+    /// Loads a model file written by `save` or the CLI.
+    #[staticmethod]
+    fn load(path: PathBuf) -> PyResult<Bundle> {
+        Ok(Bundle {
+            inner: ModelBundle::load(&path).map_err(to_py)?,
+        })
+    }
+
+    /// Parses the bytes of a model file (`name` only appears in errors).
+    #[staticmethod]
+    #[pyo3(signature = (data, name="<bytes>".to_string()))]
+    fn from_bytes(data: &[u8], name: String) -> PyResult<Bundle> {
+        Ok(Bundle {
+            inner: ModelBundle::from_bytes(data, std::path::Path::new(&name)).map_err(to_py)?,
+        })
+    }
+
+    /// The model file's bytes.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let b = self.inner.to_bytes().map_err(to_py)?;
+        Ok(PyBytes::new(py, &b))
+    }
+
+    /// Writes the model file atomically.
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.detach(|| self.inner.save(&path)).map_err(to_py)
+    }
+
+    /// The training summary as JSON (`groupfit train --json`).
+    fn summary_json(&self) -> String {
+        serde_json::to_string(&self.inner.summary).expect("summary serialises")
+    }
+
+    /// The key column names.
+    #[getter]
+    fn key_columns(&self) -> Vec<String> {
+        self.inner.key_columns.clone()
+    }
+
+    /// The feature column names, in model order.
+    #[getter]
+    fn features(&self) -> Vec<String> {
+        self.inner.features.clone()
+    }
+
+    /// The target column name.
+    #[getter]
+    fn target(&self) -> String {
+        self.inner.target.clone()
+    }
+
+    /// `binary` or `regression`.
+    #[getter]
+    fn task(&self) -> &'static str {
+        self.inner.task.name()
+    }
+
+    /// Predictions for `data` (path or Arrow): a pyarrow RecordBatch with the
+    /// key columns, `prediction` and, with `with_route`, `route`.
+    #[pyo3(signature = (data, with_route=false))]
+    fn predict<'py>(
+        &self,
+        py: Python<'py>,
+        data: Input,
+        with_route: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let source = Source::from_input(data)?;
+        let (batch, _report) = py
+            .detach(|| match &source {
+                Source::Path(p) => job::predict_batch(&self.inner, p, with_route),
+                Source::Batch(b) => {
+                    job::predict_table(&self.inner, b, std::path::Path::new(TABLE), with_route)
+                }
+            })
+            .map_err(to_py)?;
+        batch.to_pyarrow(py)
+    }
+
+    /// One row per group: key columns (as strings, null for a null key part),
+    /// `rows` (training), `valid_rows`, `config` (chosen, null when the group
+    /// uses the global model), the validation metrics of the model that serves
+    /// the group, `route` (`own` / `global`) and `fallback` (the reason, or null).
+    fn scores<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        scores_batch(&self.inner).map_err(arrow_err)?.to_pyarrow(py)
+    }
+}
+
+fn scores_batch(b: &ModelBundle) -> Result<RecordBatch, ArrowError> {
+    let mut fields = Vec::new();
+    let mut cols: Vec<ArrayRef> = Vec::new();
+    for (j, name) in b.key_columns.iter().enumerate() {
+        fields.push(Field::new(name, DataType::Utf8, true));
+        cols.push(Arc::new(StringArray::from_iter(
+            b.groups.iter().map(|g| g.key[j].clone()),
+        )));
+    }
+    fields.push(Field::new("rows", DataType::UInt64, false));
+    cols.push(Arc::new(UInt64Array::from_iter_values(
+        b.groups.iter().map(|g| g.n_train as u64),
+    )));
+    fields.push(Field::new("valid_rows", DataType::UInt64, false));
+    cols.push(Arc::new(UInt64Array::from_iter_values(
+        b.groups.iter().map(|g| g.n_valid as u64),
+    )));
+    fields.push(Field::new("config", DataType::Utf8, true));
+    cols.push(Arc::new(StringArray::from_iter(
+        b.groups
+            .iter()
+            .map(|g| g.config.map(|k| b.configs[k].name.clone())),
+    )));
+    let metrics: &[(&str, fn(&groupfit::store::Scores) -> Option<f64>)] = match b.task {
+        Task::Binary => &[("valid_logloss", |s| s.logloss), ("valid_auc", |s| s.auc)],
+        Task::Regression => &[("valid_rmse", |s| s.rmse)],
+    };
+    for (name, get) in metrics {
+        fields.push(Field::new(*name, DataType::Float64, true));
+        cols.push(Arc::new(Float64Array::from_iter(
+            b.groups.iter().map(|g| get(&g.valid)),
+        )));
+    }
+    fields.push(Field::new("route", DataType::Utf8, false));
+    cols.push(Arc::new(StringArray::from_iter_values(
+        b.groups.iter().map(|g| match g.route {
+            Route::Own => "own",
+            Route::Global => "global",
+        }),
+    )));
+    fields.push(Field::new("fallback", DataType::Utf8, true));
+    cols.push(Arc::new(StringArray::from_iter(
+        b.groups.iter().map(|g| g.fallback.clone()),
+    )));
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
+}
+
+/// The engine's version.
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+/// Model families the engine knows.
+#[pyfunction]
+fn models() -> Vec<String> {
+    groupfit::family::MODELS
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_function(wrap_pyfunction!(train, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(models, m)?)?;
+    m.add_class::<Bundle>()?;
+    m.add_class::<remote::WorkerSession>()?;
+    m.add_class::<remote::Coordinator>()?;
+    m.add("GroupfitError", py.get_type::<GroupfitError>())?;
+    m.add("DataError", py.get_type::<DataError>())?;
+    m.add("MissingColumnError", py.get_type::<MissingColumnError>())?;
+    m.add(
+        "NonNumericColumnError",
+        py.get_type::<NonNumericColumnError>(),
+    )?;
+    m.add("InfiniteValueError", py.get_type::<InfiniteValueError>())?;
+    m.add("EmptyInputError", py.get_type::<EmptyInputError>())?;
+    m.add("TargetError", py.get_type::<TargetError>())?;
+    m.add("ParamError", py.get_type::<ParamError>())?;
+    m.add("ArgumentError", py.get_type::<ArgumentError>())?;
+    m.add("ModelFileError", py.get_type::<ModelFileError>())?;
+    m.add("FileError", py.get_type::<FileError>())?;
+    m.add("RunnerError", py.get_type::<RunnerError>())?;
+    Ok(())
+}

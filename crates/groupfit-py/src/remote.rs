@@ -1,0 +1,339 @@
+//! Bindings of `groupfit::exec::remote` for the Ray runner: the worker session
+//! an actor holds, the driver's coordinator, and [`RemoteFamily`], the family
+//! `job::train_*_with` calls when `runner="ray"`: it cuts the prepared data
+//! into shards and hands them to the Python driver (`groupfit.ray_runner`).
+
+use std::sync::{Arc, Mutex};
+
+use arrow_array::{ArrayRef, Float32Array, Float64Array, RecordBatch};
+use arrow_pyarrow::{PyArrowType, ToPyArrow};
+use arrow_schema::{DataType, Field, Schema};
+use groupfit::data::{Column, ColumnValues};
+use groupfit::error::{GroupfitError, Result};
+use groupfit::exec::remote::{self, Coordinator as Coord, ShardSpec, WorkerSession as Session};
+use groupfit::exec::{PassProgress, RunReport};
+use groupfit::family::{Family, FamilyFit, TrainData, UnitFit};
+use groupfit::plan::Strategy;
+use groupfit::store::FittedModel;
+use groupfit::tune::{linear_configs, ConfigEntry};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+
+use crate::{to_py, RunnerError};
+
+/// `f64` values as little-endian bytes.
+fn to_bytes<'py>(py: Python<'py>, v: &[f64]) -> Bound<'py, PyBytes> {
+    let mut b = Vec::with_capacity(v.len() * 8);
+    for x in v {
+        b.extend_from_slice(&x.to_le_bytes());
+    }
+    PyBytes::new(py, &b)
+}
+
+/// Little-endian bytes as `f64` values.
+fn from_bytes(b: &[u8]) -> PyResult<Vec<f64>> {
+    if b.len() % 8 != 0 {
+        return Err(RunnerError::new_err(
+            "remote worker protocol: a message is not a whole number of f64 values",
+        ));
+    }
+    Ok(b.chunks_exact(8)
+        .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+        .collect())
+}
+
+fn spec_from_json(s: &str) -> PyResult<ShardSpec> {
+    serde_json::from_str(s)
+        .map_err(|e| RunnerError::new_err(format!("remote worker protocol: bad shard spec: {e}")))
+}
+
+/// One actor's session: its shard of the data and its units.
+#[pyclass(module = "groupfit._native", name = "WorkerSession")]
+pub struct WorkerSession {
+    inner: Session,
+}
+
+#[pymethods]
+impl WorkerSession {
+    /// A session over the shard `spec` (JSON) whose rows are `data`: a table
+    /// with the target `y` and the features, in spec order.
+    #[new]
+    fn new(spec: &str, data: PyArrowType<RecordBatch>) -> PyResult<Self> {
+        let spec = spec_from_json(spec)?;
+        let batch = data.0;
+        let label = std::path::Path::new("shard");
+        if batch.num_columns() != spec.d + 1 {
+            return Err(RunnerError::new_err(format!(
+                "remote worker protocol: shard has {} columns, expected {}",
+                batch.num_columns(),
+                spec.d + 1
+            )));
+        }
+        let y = Column::from_array(batch.column(0), "y", label, false).map_err(to_py)?;
+        let y: Vec<f64> = (0..y.len()).map(|i| y.get(i)).collect();
+        let cols = batch.columns()[1..]
+            .iter()
+            .enumerate()
+            .map(|(j, a)| Column::from_array(a, &format!("f{j}"), label, false))
+            .collect::<Result<Vec<_>>>()
+            .map_err(to_py)?;
+        Ok(WorkerSession {
+            inner: Session::new(spec, cols, y).map_err(to_py)?,
+        })
+    }
+
+    /// First round of group statistics (bytes).
+    fn moments<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let v = py.detach(|| self.inner.moments()).map_err(to_py)?;
+        Ok(to_bytes(py, &v))
+    }
+
+    /// Second round, given the coordinator's means (bytes).
+    fn deviations<'py>(&mut self, py: Python<'py>, means: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+        let m = from_bytes(means)?;
+        let v = py.detach(|| self.inner.deviations(&m)).map_err(to_py)?;
+        Ok(to_bytes(py, &v))
+    }
+
+    /// Builds the standardised layout (drops the raw shard).
+    fn prepare(&mut self, py: Python<'_>, standardisation: &[u8]) -> PyResult<()> {
+        let s = from_bytes(standardisation)?;
+        py.detach(|| self.inner.prepare(&s)).map_err(to_py)
+    }
+
+    /// One pass; returns the partial statistics of shared groups (bytes).
+    fn step<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let v = py.detach(|| self.inner.step()).map_err(to_py)?;
+        Ok(to_bytes(py, &v))
+    }
+
+    /// Applies combined statistics; returns the units still active here.
+    fn apply(&mut self, py: Python<'_>, combined: &[u8]) -> PyResult<usize> {
+        let c = from_bytes(combined)?;
+        py.detach(|| self.inner.apply(&c)).map_err(to_py)
+    }
+
+    /// Units still active here.
+    fn active(&self) -> usize {
+        self.inner.active()
+    }
+
+    /// The units' states (bytes).
+    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let v = self.inner.snapshot().map_err(to_py)?;
+        Ok(to_bytes(py, &v))
+    }
+
+    /// Restores a snapshot of a session over the same shard.
+    fn restore(&mut self, snapshot: &[u8]) -> PyResult<()> {
+        let s = from_bytes(snapshot)?;
+        self.inner.restore(&s).map_err(to_py)
+    }
+
+    /// The fitted models this worker reports (bytes).
+    fn models<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let v = self.inner.models().map_err(to_py)?;
+        Ok(to_bytes(py, &v))
+    }
+}
+
+/// The driver's reductions.
+#[pyclass(module = "groupfit._native", name = "Coordinator")]
+pub struct Coordinator {
+    inner: Coord,
+}
+
+fn all_bytes(parts: Vec<Vec<u8>>) -> PyResult<Vec<Vec<f64>>> {
+    parts.iter().map(|b| from_bytes(b)).collect()
+}
+
+#[pymethods]
+impl Coordinator {
+    /// A coordinator for the workers' shard specs (JSON, in worker order).
+    #[new]
+    fn new(specs: Vec<String>) -> PyResult<Self> {
+        let specs = specs
+            .iter()
+            .map(|s| spec_from_json(s))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(Coordinator {
+            inner: Coord::new(specs).map_err(to_py)?,
+        })
+    }
+
+    /// Reduces the workers' moments; returns the means message.
+    fn reduce_moments<'py>(
+        &mut self,
+        py: Python<'py>,
+        parts: Vec<Vec<u8>>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let v = self
+            .inner
+            .reduce_moments(&all_bytes(parts)?)
+            .map_err(to_py)?;
+        Ok(to_bytes(py, &v))
+    }
+
+    /// Reduces the workers' deviations; returns the standardisation message.
+    fn reduce_deviations<'py>(
+        &mut self,
+        py: Python<'py>,
+        parts: Vec<Vec<u8>>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let v = self
+            .inner
+            .reduce_deviations(&all_bytes(parts)?)
+            .map_err(to_py)?;
+        Ok(to_bytes(py, &v))
+    }
+
+    /// Combines the workers' partial statistics (in worker order).
+    fn combine<'py>(
+        &mut self,
+        py: Python<'py>,
+        parts: Vec<Vec<u8>>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let v = self.inner.combine(&all_bytes(parts)?).map_err(to_py)?;
+        Ok(to_bytes(py, &v))
+    }
+
+    /// Passes combined so far.
+    #[getter]
+    fn passes(&self) -> usize {
+        self.inner.passes
+    }
+}
+
+/// The linear family fitted by a Python driver on remote workers.
+pub struct RemoteFamily {
+    /// `driver(shards) -> dict(models=[bytes], standardisation=bytes, passes=int, passes_s=float)`
+    /// where `shards` is a list of `(spec_json, pyarrow.RecordBatch)`.
+    pub driver: Py<PyAny>,
+    /// Workers.
+    pub workers: usize,
+    /// The Python error that ended a fit, re-raised by the caller.
+    pub error: Arc<Mutex<Option<PyErr>>>,
+}
+
+impl RemoteFamily {
+    fn fail(&self, e: PyErr) -> GroupfitError {
+        let msg = Python::attach(|py| e.value(py).to_string());
+        *self.error.lock().unwrap() = Some(e);
+        GroupfitError::arg(msg)
+    }
+}
+
+/// The rows `rows` of `col`, as an Arrow array of the column's own type.
+fn gather(col: &Column, rows: &[u32]) -> ArrayRef {
+    match col.values() {
+        ColumnValues::F32(v) => Arc::new(Float32Array::from_iter_values(
+            rows.iter().map(|&r| v[r as usize]),
+        )),
+        ColumnValues::F64(v) => Arc::new(Float64Array::from_iter_values(
+            rows.iter().map(|&r| v[r as usize]),
+        )),
+    }
+}
+
+impl Family for RemoteFamily {
+    fn name(&self) -> &'static str {
+        "linear"
+    }
+
+    fn check(&self, configs: &[ConfigEntry]) -> Result<()> {
+        linear_configs(configs).map(|_| ())
+    }
+
+    fn fit(
+        &self,
+        data: &TrainData<'_>,
+        configs: &[ConfigEntry],
+        _on: &mut dyn FnMut(PassProgress),
+    ) -> Result<FamilyFit> {
+        let configs = linear_configs(configs)?;
+        let d = data.columns.len();
+        let ng = data.n_groups;
+        let (order, start) = remote::group_sorted(data.rows, data.group_of, ng);
+        let mut group_rows: Vec<usize> = (0..ng).map(|g| start[g + 1] - start[g]).collect();
+        group_rows.push(data.rows.len());
+        let placement = remote::place(&group_rows, data.fit, self.workers, remote::MIN_SHARD_ROWS);
+        let mut shards = Vec::with_capacity(placement.len());
+        for pieces in placement {
+            let spec = ShardSpec {
+                task: data.task,
+                d,
+                configs: configs.clone(),
+                groups: ng + 1,
+                pieces,
+            };
+            let rows = remote::shard_rows(&spec.pieces, &order, &start);
+            let mut fields = vec![Field::new("y", DataType::Float64, false)];
+            let mut cols: Vec<ArrayRef> = vec![Arc::new(Float64Array::from_iter_values(
+                rows.iter().map(|&r| data.target[r as usize]),
+            ))];
+            for (j, c) in data.columns.iter().enumerate() {
+                let a = gather(c, &rows);
+                fields.push(Field::new(format!("f{j}"), a.data_type().clone(), false));
+                cols.push(a);
+            }
+            let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
+                .map_err(|e| GroupfitError::arg(format!("cannot assemble a shard: {e}")))?;
+            let json = serde_json::to_string(&spec).expect("spec serialises");
+            shards.push((spec, json, batch));
+        }
+        let result = Python::attach(|py| -> PyResult<(Vec<Vec<u8>>, Vec<u8>, usize, f64)> {
+            let list = PyList::empty(py);
+            for (_, json, batch) in &shards {
+                list.append((json.as_str(), batch.to_pyarrow(py)?))?;
+            }
+            let out = self.driver.bind(py).call1((list,))?;
+            let out = out.cast::<PyDict>()?;
+            let get = |k: &str| {
+                out.get_item(k)?
+                    .ok_or_else(|| RunnerError::new_err(format!("driver result lacks '{k}'")))
+            };
+            Ok((
+                get("models")?.extract()?,
+                get("standardisation")?.extract()?,
+                get("passes")?.extract()?,
+                get("passes_s")?.extract()?,
+            ))
+        });
+        let (models, standardisation, passes, passes_s) = result.map_err(|e| self.fail(e))?;
+        let specs: Vec<ShardSpec> = shards.into_iter().map(|(s, _, _)| s).collect();
+        let co = Coord::new(specs)?;
+        let parts = models
+            .iter()
+            .map(|b| from_bytes(b))
+            .collect::<PyResult<Vec<_>>>()
+            .map_err(|e| self.fail(e))?;
+        let fitted = co.finish(&parts)?;
+        let st = from_bytes(&standardisation).map_err(|e| self.fail(e))?;
+        if st.len() < d {
+            return Err(GroupfitError::arg(
+                "remote worker protocol: short standardisation",
+            ));
+        }
+        let units = fitted
+            .into_iter()
+            .map(|us| {
+                us.into_iter()
+                    .map(|u| UnitFit {
+                        model: FittedModel::Linear(u.model),
+                        iterations: u.iterations,
+                        converged: u.converged,
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok(FamilyFit {
+            units,
+            impute: st[..d].to_vec(),
+            report: RunReport {
+                strategy: Strategy::Hybrid,
+                passes,
+                passes_s,
+            },
+        })
+    }
+}

@@ -1,0 +1,152 @@
+"""``fit``, ``load`` and :class:`GroupedModel`."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Mapping, Optional, Sequence, Union
+
+import numpy as np
+import pyarrow as pa
+
+from groupfit import _native
+from groupfit._convert import grid_specs, key_list, to_source
+
+
+class GroupedModel:
+    """A trained set of per-group models: what ``fit`` returns and ``load`` reads.
+
+    The same model file as the CLI's ``groupfit train --out`` (``.gfm``).
+    """
+
+    def __init__(self, bundle: "_native.Bundle", runner_info: Optional[dict] = None):
+        self._bundle = bundle
+        self._summary = json.loads(bundle.summary_json())
+        #: What the runner reports beyond the summary (e.g. the Ray runner's
+        #: communication and compute seconds); empty for the native runner.
+        self.runner_info: dict = dict(runner_info or {})
+
+    @property
+    def summary(self) -> dict:
+        """The training summary: the same keys and meanings as ``groupfit train --json``."""
+        return dict(self._summary)
+
+    @property
+    def scores(self) -> pa.Table:
+        """One row per training group: key columns (strings), ``rows``, ``valid_rows``,
+        ``config`` (chosen; null when the group uses the global model),
+        ``valid_logloss``/``valid_auc`` (binary) or ``valid_rmse`` (regression) of the
+        model serving the group, ``route`` (``own``/``global``) and ``fallback``."""
+        return pa.Table.from_batches([self._bundle.scores()])
+
+    @property
+    def key_columns(self) -> list[str]:
+        """The key columns."""
+        return self._bundle.key_columns
+
+    @property
+    def features(self) -> list[str]:
+        """The feature columns, in model order."""
+        return self._bundle.features
+
+    @property
+    def target(self) -> str:
+        """The target column."""
+        return self._bundle.target
+
+    @property
+    def task(self) -> str:
+        """``binary`` or ``regression``."""
+        return self._bundle.task
+
+    def predict(self, data: Any) -> np.ndarray:
+        """Predictions for every row of ``data`` (table or Parquet path), in row order:
+        the probability of class 1 (binary) or the value (regression). Rows of groups
+        unseen in training, or that fell back, use the global model."""
+        batch = self._bundle.predict(to_source(data), False)
+        return batch.column(batch.num_columns - 1).to_numpy(zero_copy_only=False)
+
+    def predict_table(self, data: Any, with_route: bool = True) -> pa.Table:
+        """Like :meth:`predict`, as a table: key columns, ``prediction`` and
+        (with ``with_route``) ``route`` (``own``/``fallback``/``unseen``) — what
+        ``groupfit predict --with-route`` writes."""
+        return pa.Table.from_batches([self._bundle.predict(to_source(data), with_route)])
+
+    def save(self, path: Union[str, os.PathLike]) -> None:
+        """Writes the model file (atomically: a failed write leaves nothing behind)."""
+        self._bundle.save(os.fspath(path))
+
+    def to_bytes(self) -> bytes:
+        """The model file's bytes."""
+        return self._bundle.to_bytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "GroupedModel":
+        """A model from the bytes of a model file."""
+        return cls(_native.Bundle.from_bytes(data))
+
+    def __reduce__(self):
+        return (GroupedModel.from_bytes, (self.to_bytes(),))
+
+    def __repr__(self) -> str:
+        s = self._summary
+        return (
+            f"GroupedModel({s.get('model')}, {s.get('task')}, groups={s.get('groups')}, "
+            f"models={s.get('models')}, by={self.key_columns})"
+        )
+
+
+def load(path: Union[str, os.PathLike]) -> GroupedModel:
+    """Reads a model file written by :meth:`GroupedModel.save` or ``groupfit train``."""
+    return GroupedModel(_native.Bundle.load(os.fspath(path)))
+
+
+def fit(
+    data: Any,
+    by: Union[str, Sequence[str]],
+    target: str,
+    model: str = "linear",
+    params: Optional[Mapping[str, Any]] = None,
+    valid: Any = 0.2,
+    features: Optional[Sequence[str]] = None,
+    task: Optional[str] = None,
+    min_rows: int = 10,
+    threads: int = 0,
+    seed: int = 0,
+    strategy: str = "auto",
+    runner: Any = None,
+) -> GroupedModel:
+    """Trains one model per group (and per config of the grid ``params``) and
+    returns a :class:`GroupedModel`.
+
+    ``data``: pyarrow Table/RecordBatch, pandas or polars DataFrame, or a Parquet
+    path. ``by``: key column(s). ``valid``: a fraction of rows held out (float), or
+    a validation table/path. ``params``: ``{"C": [0.01, 0.1, 1]}``, the grid being the
+    product of the lists. ``runner``: ``"native"`` (default, in-process), ``"ray"``,
+    a :class:`groupfit.runners.Runner`, or ``None`` to read ``GROUPFIT_RUNNER``.
+    The other arguments mean what the CLI's ``train`` options mean.
+    """
+    from groupfit.runners import resolve_runner
+
+    if isinstance(valid, bool):
+        raise TypeError("valid: expected a fraction, a table or a path")
+    if isinstance(valid, (int, float)):
+        valid_source, fraction = None, float(valid)
+    else:
+        valid_source, fraction = to_source(valid, "valid"), 0.2
+    job = dict(
+        data=to_source(data),
+        by=key_list(by),
+        target=target,
+        valid=valid_source,
+        valid_fraction=fraction,
+        features=None if features is None else [str(f) for f in features],
+        task=task,
+        model=model,
+        params=grid_specs(params),
+        min_rows=int(min_rows),
+        threads=int(threads),
+        seed=int(seed),
+        strategy=strategy,
+    )
+    return resolve_runner(runner).fit(job)

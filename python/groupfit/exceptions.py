@@ -1,0 +1,46 @@
+"""Exceptions raised by groupfit.
+
+Every engine error arrives as one of these classes with the engine's one-line
+message, the same text the CLI prints after ``error: ``. All derive from
+:class:`GroupfitError`.
+
+- :class:`DataError`: the input cannot be used.
+  Subclasses: :class:`MissingColumnError`, :class:`NonNumericColumnError`,
+  :class:`InfiniteValueError`, :class:`EmptyInputError`, :class:`TargetError`.
+- :class:`ParamError`: an invalid hyper-parameter or grid.
+- :class:`ArgumentError`: an invalid or conflicting argument.
+- :class:`ModelFileError`: a corrupt, truncated or too-new model file.
+- :class:`FileError`: a file cannot be read or written, or is not Parquet.
+- :class:`RunnerError`: a distributed runner failed (e.g. a worker died again
+  after being replaced).
+"""
+
+from groupfit._native import (
+    ArgumentError,
+    DataError,
+    EmptyInputError,
+    FileError,
+    GroupfitError,
+    InfiniteValueError,
+    MissingColumnError,
+    ModelFileError,
+    NonNumericColumnError,
+    ParamError,
+    RunnerError,
+    TargetError,
+)
+
+__all__ = [
+    "GroupfitError",
+    "DataError",
+    "MissingColumnError",
+    "NonNumericColumnError",
+    "InfiniteValueError",
+    "EmptyInputError",
+    "TargetError",
+    "ParamError",
+    "ArgumentError",
+    "ModelFileError",
+    "FileError",
+    "RunnerError",
+]

@@ -1,0 +1,234 @@
+"""The Ray runner's driver: actors holding shards, passes of partial steps.
+
+Imported only when ``runner="ray"`` runs (it imports ``ray``).
+
+The engine prepares the data (reading, group encoding, the split, fallbacks)
+as for the native runner, then calls :class:`_Driver` with one shard per
+worker, placed by ``exec::remote::place`` (small groups whole on one worker,
+large groups and the global model's rows cut into one block-aligned piece per
+worker). The driver:
+
+1. starts one actor per shard (``num_cpus=cpus_per_worker``, spread over the
+   cluster's nodes) and puts its shard (Arrow) in the object store;
+2. runs the two reductions of group statistics (counts and sums, then squared
+   deviations), so every shard is standardised with its group's global
+   statistics, and has every actor build its layout;
+3. runs passes: every actor accumulates its units over its shard and updates
+   whole groups locally (``step``); the driver combines the partial statistics
+   of shared groups in row order (``Coordinator.combine``) and broadcasts them;
+   every actor updates its replicas (``apply``) and returns a snapshot of its
+   units;
+4. collects the models.
+
+A dead actor is replaced: the new actor reloads the shard from the object
+store, rebuilds its layout, restores the snapshot of the last completed pass
+and redoes the pass. An actor that fails more than ``max_restarts`` times
+fails the run with :class:`groupfit.exceptions.RunnerError`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Callable, List, Optional
+
+import ray
+from ray.exceptions import RayActorError
+
+from groupfit import _native
+from groupfit._model import GroupedModel
+from groupfit.exceptions import RunnerError
+
+
+@ray.remote
+class ShardWorker:
+    """One Ray actor: a ``_native.WorkerSession`` over its shard."""
+
+    def __init__(self):
+        self.session = None
+        self.busy = 0.0
+
+    def load(self, spec: str, shard: Any) -> None:
+        """Takes the shard (Arrow, from the object store) and its spec."""
+        self.session = self._timed(_native.WorkerSession, spec, shard)
+
+    def _timed(self, f: Callable, *args):
+        t = time.perf_counter()
+        out = f(*args)
+        self.busy += time.perf_counter() - t
+        return out
+
+    def moments(self) -> bytes:
+        return self._timed(self.session.moments)
+
+    def deviations(self, means: bytes) -> bytes:
+        return self._timed(self.session.deviations, means)
+
+    def prepare(self, standardisation: bytes, snapshot: Optional[bytes] = None) -> None:
+        self._timed(self.session.prepare, standardisation)
+        if snapshot is not None:
+            self.session.restore(snapshot)
+
+    def step(self) -> bytes:
+        return self._timed(self.session.step)
+
+    def apply(self, combined: bytes):
+        active = self._timed(self.session.apply, combined)
+        return active, self.session.snapshot()
+
+    def models(self) -> bytes:
+        return self.session.models()
+
+    def compute_seconds(self) -> float:
+        return self.busy
+
+
+class _Driver:
+    """Called by the engine with the shards; returns the fitted units."""
+
+    def __init__(self, runner: Any):
+        self.runner = runner
+        self.info: dict = {}
+        # Actors start now, while the engine reads and prepares the data.
+        self.actors: list = [self._new_actor() for _ in range(runner.workers)]
+
+    def _new_actor(self):
+        opts = dict(num_cpus=self.runner.cpus_per_worker, scheduling_strategy="SPREAD")
+        return ShardWorker.options(**opts).remote()
+
+    def _start(self, i: int):
+        a = self.actors[i] if i < len(self.actors) and self.actors[i] is not None else self._new_actor()
+        self.loads[i] = a.load.remote(self.specs[i], self.refs[i])
+        return a
+
+    def close(self) -> None:
+        """Ends every actor."""
+        for a in self.actors:
+            if a is not None:
+                ray.kill(a)
+        self.actors = []
+
+    def _replace(self, i: int, error: Exception) -> None:
+        self.restarts[i] += 1
+        if self.restarts[i] > self.runner.max_restarts:
+            raise RunnerError(
+                f"Ray worker {i} failed {self.restarts[i]} times "
+                f"(max_restarts={self.runner.max_restarts}); last error: "
+                f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+            ) from error
+        self.actors[i] = None
+        self.actors[i] = self._start(i)
+        self.info.setdefault("restarts", []).append({"worker": i, "pass": self.passes})
+        if self.prepared:
+            ray.get(self.actors[i].prepare.remote(self.std, self.snapshots[i]))
+
+    def _round(self, call: Callable[[int, Any], Any], redo: Optional[Callable[[int], None]] = None) -> List[Any]:
+        """Runs ``call(i, actor)`` on every actor; replaces a dead one and retries."""
+        n = len(self.actors)
+        pending = {i: call(i, self.actors[i]) for i in range(n)}
+        out: List[Any] = [None] * n
+        while pending:
+            i, ref = next(iter(pending.items()))
+            try:
+                out[i] = ray.get(ref)
+                del pending[i]
+            except RayActorError as e:
+                self._replace(i, e)
+                if redo is not None:
+                    redo(i)
+                pending[i] = call(i, self.actors[i])
+        return out
+
+    def __call__(self, shards: list) -> dict:
+        self.specs = [s for s, _ in shards]
+        self.refs = [ray.put(b) for _, b in shards]
+        del shards
+        try:
+            return self._run()
+        finally:
+            self.close()
+            self.refs = []
+
+    def _run(self) -> dict:
+        t_start = time.perf_counter()
+        n = len(self.specs)
+        self.restarts = [0] * n
+        self.snapshots: List[Optional[bytes]] = [None] * n
+        self.std: Optional[bytes] = None
+        self.prepared = False
+        self.passes = 0
+        spare = self.actors[n:]
+        self.loads: List[Any] = [None] * n
+        self.actors = [self._start(i) for i in range(n)]
+        for a in spare:
+            ray.kill(a)
+        self._round(lambda i, a: self.loads[i])
+        coord = _native.Coordinator(self.specs)
+        means = coord.reduce_moments(self._round(lambda i, a: a.moments.remote()))
+        devs = self._round(lambda i, a: a.deviations.remote(means))
+        self.std = coord.reduce_deviations(devs)
+        self._round(lambda i, a: a.prepare.remote(self.std))
+        self.prepared = True
+        t_setup = time.perf_counter() - t_start
+        # Passes.
+        t0 = time.perf_counter()
+        active = [1] * n
+        hook = self.runner.fault_hook
+        while any(active):
+            if hook is not None:
+                hook(self.passes, list(self.actors))
+            parts = self._round(lambda i, a: a.step.remote())
+            combined = coord.combine(parts)
+            # A worker replaced here restarted from the last snapshot: redo its step first.
+            results = self._round(
+                lambda i, a: a.apply.remote(combined),
+                redo=lambda i: ray.get(self.actors[i].step.remote()),
+            )
+            active = [r[0] for r in results]
+            self.snapshots = [r[1] for r in results]
+            self.passes += 1
+        passes_s = time.perf_counter() - t0
+        models = self._round(lambda i, a: a.models.remote())
+        compute = self._round(lambda i, a: a.compute_seconds.remote())
+        pieces = [json.loads(s)["pieces"] for s in self.specs]
+        self.info.update(
+            runner="ray",
+            workers=n,
+            passes=self.passes,
+            setup_s=t_setup,
+            passes_s=passes_s,
+            # Seconds of the slowest actor inside the engine (statistics, layout,
+            # passes); the rest of setup + passes is scheduling, transfer and
+            # (de)serialisation: communication.
+            compute_s=max(compute),
+            compute_s_per_worker=compute,
+            shard_rows=[sum(p["rows"] for p in ps) for ps in pieces],
+            shared_groups=len({p["group"] for ps in pieces for p in ps if p["shared"]}),
+            restarts=self.info.get("restarts", []),
+        )
+        self.info["comm_s"] = max(0.0, t_setup + passes_s - self.info["compute_s"])
+        return {
+            "models": models,
+            "standardisation": self.std,
+            "passes": self.passes,
+            "passes_s": passes_s,
+        }
+
+
+def fit_on_ray(runner: Any, job: dict) -> GroupedModel:
+    """Runs a training job with ``runner`` (a :class:`groupfit.runners.RayRunner`)."""
+    if job.get("model", "linear") != "linear":
+        raise ValueError(f"the Ray runner fits the linear family only (got model '{job['model']}')")
+    if not ray.is_initialized():
+        ray.init(address=runner.address, include_dashboard=False, log_to_driver=False)
+    driver = _Driver(runner)
+    job = dict(job)
+    data = job.pop("data")
+    by = job.pop("by")
+    target = job.pop("target")
+    try:
+        bundle = _native.train(data, by, target, remote=driver, remote_workers=runner.workers, **job)
+    finally:
+        driver.close()
+    runner.last_info = dict(driver.info)
+    return GroupedModel(bundle, runner_info=driver.info)

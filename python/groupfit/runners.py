@@ -1,0 +1,99 @@
+"""Runners: where the passes over the data run.
+
+``fit(..., runner=...)`` picks one: an instance of :class:`Runner`, a name
+(``"native"``, ``"ray"``), or ``None``, which reads the ``GROUPFIT_RUNNER``
+environment variable and defaults to ``"native"``.
+
+- :class:`NativeRunner`: the engine in this process, its own threads.
+- :class:`RayRunner`: Ray actors, each holding a shard of the data; see
+  :mod:`groupfit.ray_runner`. Ray is imported only when this runner runs.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+from groupfit import _native
+from groupfit._model import GroupedModel
+
+
+class Runner:
+    """Base class: turns a training job (the keyword arguments of the engine's
+    ``train``) into a :class:`GroupedModel`."""
+
+    name = "runner"
+
+    def fit(self, job: dict) -> GroupedModel:  # pragma: no cover - abstract
+        """Runs the training job."""
+        raise NotImplementedError
+
+
+class NativeRunner(Runner):
+    """Trains in this process with the engine's own threads (``threads`` of the job)."""
+
+    name = "native"
+
+    def fit(self, job: dict) -> GroupedModel:
+        job = dict(job)
+        data = job.pop("data")
+        by = job.pop("by")
+        target = job.pop("target")
+        return GroupedModel(_native.train(data, by, target, **job))
+
+
+class RayRunner(Runner):
+    """Trains on Ray actors: ``workers`` actors with ``cpus_per_worker`` CPUs each.
+
+    Small groups go whole to one actor, large groups (and the global model's
+    pseudo-group) are sharded over all actors; each actor runs the engine's
+    partial steps on its shard, and the driver combines the partial statistics
+    of sharded groups and broadcasts them. ``max_restarts``: how many times a
+    failed actor is replaced (its shard reloaded, training resumed from the last
+    completed pass) before the run fails with :class:`groupfit.exceptions.RunnerError`.
+    ``address``: passed to ``ray.init`` when Ray is not initialised yet (``None``
+    starts a local Ray).
+    """
+
+    name = "ray"
+
+    def __init__(
+        self,
+        workers: int = 2,
+        cpus_per_worker: int = 1,
+        max_restarts: int = 1,
+        address: Optional[str] = None,
+        fault_hook: Any = None,
+    ):
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        self.workers = int(workers)
+        self.cpus_per_worker = int(cpus_per_worker)
+        self.max_restarts = int(max_restarts)
+        self.address = address
+        #: Test hook: ``fault_hook(pass_index, actors)`` is called before every pass.
+        self.fault_hook = fault_hook
+
+    def fit(self, job: dict) -> GroupedModel:
+        from groupfit.ray_runner import fit_on_ray
+
+        return fit_on_ray(self, job)
+
+
+RUNNERS = {"native": NativeRunner, "ray": RayRunner}
+
+
+def resolve_runner(runner: Any = None) -> Runner:
+    """The runner for a ``runner=`` argument (see the module docs)."""
+    if runner is None:
+        runner = os.environ.get("GROUPFIT_RUNNER") or "native"
+    if isinstance(runner, Runner):
+        return runner
+    if isinstance(runner, str):
+        try:
+            return RUNNERS[runner.strip().lower()]()
+        except KeyError:
+            raise ValueError(
+                f"unknown runner '{runner}' (available: {', '.join(RUNNERS)})"
+            ) from None
+    raise TypeError(f"runner: expected a name or a Runner, got {type(runner).__name__}")

@@ -1,0 +1,237 @@
+"""The Python package: gf.fit / GroupedModel / gf.load / GroupedEstimator, its
+inputs (pyarrow, pandas, polars, Parquet paths), its errors, and agreement with
+the CLI (same summary keys, same model file, same predictions)."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import groupfit as gf
+from groupfit import exceptions as gfe
+from conftest import assert_cli_error, make_grouped, run, sigmoid
+
+SIZES = {"a": 400, "b": 150, "c": 60, "d": 5, "e": 230}
+GRID = {"C": [0.1, 1.0], "tol": [1e-8]}
+CLI_GRID = ["--param", "C=0.1,1", "--param", "tol=1e-8"]
+
+
+@pytest.fixture(scope="module")
+def tables():
+    cols, _ = make_grouped(11, SIZES, d=4, task="binary")
+    cols["f1"] = np.where(np.arange(len(cols["y"])) % 17 == 0, np.nan, cols["f1"])
+    train = pa.table(cols)
+    vcols, _ = make_grouped(12, {**SIZES, "unseen": 30}, d=4, task="binary")
+    valid = pa.table(vcols)
+    return train, valid
+
+
+@pytest.fixture(scope="module")
+def files(tables, tmp_path_factory):
+    d = tmp_path_factory.mktemp("api")
+    pq.write_table(tables[0], d / "train.parquet")
+    pq.write_table(tables[1], d / "valid.parquet")
+    return d
+
+
+def test_fit_matches_the_cli(gf_bin, tables, files, tmp_path):
+    train, valid = tables
+    model = gf.fit(train, by="g", target="y", params=GRID, valid=valid)
+    rc, out, err = run(
+        "train", "--data", files / "train.parquet", "--valid", files / "valid.parquet",
+        "--by", "g", "--target", "y", *CLI_GRID, "--out", tmp_path / "cli.gfm", "--json",
+    )
+    assert rc == 0, err
+    cli = json.loads(out)
+    assert set(model.summary) == set(cli)
+    for k in ("valid_logloss", "valid_auc"):
+        assert model.summary[k] == pytest.approx(cli[k], rel=1e-12), k
+    for k in ("groups", "models", "configs", "rows_train", "rows_valid", "routes", "fallback",
+              "chosen_configs", "global_config", "passes", "task", "features", "strategy"):
+        assert model.summary[k] == cli[k], k
+    # The CLI's model file loads in Python and predicts what the Python model predicts.
+    cli_model = gf.load(tmp_path / "cli.gfm")
+    np.testing.assert_allclose(cli_model.predict(valid), model.predict(valid), rtol=1e-12, atol=0)
+    # A model saved from Python is a file the CLI reads.
+    model.save(tmp_path / "py.gfm")
+    rc, out, err = run("predict", "--model", tmp_path / "py.gfm", "--data", files / "valid.parquet",
+                       "--out", tmp_path / "p.parquet", "--json")
+    assert rc == 0, err
+    cli_pred = pq.read_table(tmp_path / "p.parquet").column("prediction").to_numpy()
+    np.testing.assert_array_equal(cli_pred, model.predict(valid))
+
+
+def test_every_input_kind_gives_the_same_model(tables, files):
+    train, valid = tables
+    ref = gf.fit(train, by=["g"], target="y", params=GRID, valid=valid)
+    want = ref.predict(valid)
+    inputs = [
+        (str(files / "train.parquet"), str(files / "valid.parquet")),
+        (files / "train.parquet", valid),
+        (train.to_pandas(), valid.to_pandas()),
+        (pl.from_arrow(train), pl.from_arrow(valid)),
+        (pa.RecordBatch.from_pandas(train.to_pandas(), preserve_index=False), valid),
+    ]
+    for data, v in inputs:
+        m = gf.fit(data, by="g", target="y", params=GRID, valid=v)
+        np.testing.assert_allclose(m.predict(v), want, rtol=1e-12, atol=0)
+        for p in (m.predict(valid.to_pandas()), m.predict(pl.from_arrow(valid)), m.predict(str(files / "valid.parquet"))):
+            np.testing.assert_allclose(p, want, rtol=1e-12, atol=0)
+
+
+def test_pandas_index_is_not_a_feature(tables):
+    df = tables[0].to_pandas()
+    df.index = df.index * 3 + 7  # a non-default index would become a column via from_pandas(preserve_index=True)
+    m = gf.fit(df, by="g", target="y")
+    assert m.features == ["f0", "f1", "f2", "f3"]
+
+
+def test_summary_scores_and_routes(tables):
+    train, valid = tables
+    m = gf.fit(train, by="g", target="y", params=GRID, valid=valid, min_rows=10)
+    s = m.summary
+    assert s["groups"] == 5 and s["configs"] == 2 and s["task"] == "binary"
+    assert s["fallback"]["few_rows"] == 1  # group d: 5 rows
+    sc = m.scores
+    assert sc.column_names == ["g", "rows", "valid_rows", "config", "valid_logloss", "valid_auc", "route", "fallback"]
+    by = {r["g"]: r for r in sc.to_pylist()}
+    assert set(by) == set(SIZES)
+    assert by["d"]["route"] == "global" and by["d"]["config"] is None and "min-rows" in by["d"]["fallback"]
+    assert by["a"]["route"] == "own" and by["a"]["config"] in m.summary["chosen_configs"]
+    assert by["a"]["rows"] == SIZES["a"] and by["a"]["valid_rows"] == SIZES["a"]
+    mean_ll = np.mean([r["valid_logloss"] for r in by.values() if r["valid_rows"] > 0])
+    assert mean_ll == pytest.approx(s["valid_logloss"], rel=1e-12)
+    # predict: rows in input order; unseen groups and fallbacks via the global model
+    t = m.predict_table(valid)
+    assert t.column("g").to_pylist() == valid.column("g").to_pylist()
+    routes = dict(zip(t.column("g").to_pylist(), t.column("route").to_pylist()))
+    assert routes["unseen"] == "unseen" and routes["d"] == "fallback" and routes["a"] == "own"
+    p = m.predict(valid)
+    assert isinstance(p, np.ndarray) and p.dtype == np.float64 and p.shape == (valid.num_rows,)
+    np.testing.assert_array_equal(p, t.column("prediction").to_numpy())
+
+
+def test_regression_matches_a_numpy_recomputation(tmp_path):
+    cols, _ = make_grouped(5, {"x": 300, "y2": 200}, d=3, task="regression")
+    m = gf.fit(pa.table(cols), by="g", target="y", valid=0.25, seed=3)
+    assert m.task == "regression" and "valid_rmse" in m.summary and "valid_logloss" not in m.summary
+    m.save(tmp_path / "m.gfm")
+    rc, out, err = run("inspect", tmp_path / "m.gfm", "--json", "--top", "0")
+    ins = json.loads(out)
+    x = np.column_stack([cols[f"f{j}"] for j in range(3)]).astype(np.float64)
+    coef = {g["key"]: (np.asarray(g["model"]["coef"]), g["model"]["intercept"]) for g in ins["groups"]}
+    want = np.array([x[i] @ coef[k][0] + coef[k][1] for i, k in enumerate(cols["g"])])
+    np.testing.assert_allclose(m.predict(pa.table(cols)), want, rtol=1e-10, atol=1e-10)
+    assert "valid_rmse" in m.scores.column_names
+
+
+def test_load_save_pickle_round_trip(tables, tmp_path):
+    train, valid = tables
+    m = gf.fit(train, by="g", target="y")
+    m.save(tmp_path / "m.gfm")
+    back = gf.load(tmp_path / "m.gfm")
+    np.testing.assert_array_equal(back.predict(valid), m.predict(valid))
+    assert back.summary == m.summary
+    again = pickle.loads(pickle.dumps(m))
+    np.testing.assert_array_equal(again.predict(valid), m.predict(valid))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.gfm"]
+
+
+def cli_error_line(*args) -> str:
+    rc, _, err = run(*args)
+    return assert_cli_error(rc, err)[len("error: "):]
+
+
+def test_errors_are_the_cli_messages(files, tmp_path):
+    data = files / "train.parquet"
+    cases = [
+        (dict(by="nope", target="y"), ["--by", "nope", "--target", "y"], gfe.MissingColumnError),
+        (dict(by="g", target="y", params={"C": [-1]}), ["--by", "g", "--target", "y", "--param", "C=-1"], gfe.ParamError),
+        (dict(by="g", target="y", params={"alpha": [1]}), ["--by", "g", "--target", "y", "--param", "alpha=1"], gfe.ParamError),
+        (dict(by="g", target="y", model="forest"), ["--by", "g", "--target", "y", "--model", "forest"], gfe.ArgumentError),
+        (dict(by="g", target="y", valid=1.5), ["--by", "g", "--target", "y", "--valid-fraction", "1.5"], gfe.ArgumentError),
+        (dict(by="g", target="y", features=["f0", "y"]), ["--by", "g", "--target", "y", "--features", "f0,y"], gfe.ArgumentError),
+        (dict(by="g", target="y", features=["f0", "g"]), ["--by", "g", "--target", "y", "--features", "f0,g"], gfe.NonNumericColumnError),
+    ]
+    for kw, cli, cls in cases:
+        with pytest.raises(cls) as e:
+            gf.fit(str(data), **kw)
+        assert str(e.value) == cli_error_line("train", "--data", data, *cli, "--out", tmp_path / "x.gfm"), kw
+        assert isinstance(e.value, gfe.GroupfitError)
+    assert not (tmp_path / "x.gfm").exists()
+
+
+def test_table_errors(tmp_path):
+    n = 40
+    base = {"g": ["a"] * n, "f0": np.arange(n, dtype=np.float64), "y": (np.arange(n) % 2).astype(np.float64)}
+    with pytest.raises(gfe.MissingColumnError, match=r"column 'h' not found in '<table>'"):
+        gf.fit(pa.table(base), by="h", target="y")
+    with pytest.raises(gfe.NonNumericColumnError, match="'s'"):
+        gf.fit(pa.table({**base, "s": ["x"] * n}), by="g", target="y", features=["f0", "s"])
+    with pytest.raises(gfe.InfiniteValueError, match="column 'f0' in '<table>' has an infinite value at row 3"):
+        gf.fit(pa.table({**base, "f0": np.where(np.arange(n) == 3, np.inf, base["f0"])}), by="g", target="y")
+    with pytest.raises(gfe.TargetError, match="binary target must be 0 or 1"):
+        gf.fit(pa.table({**base, "y": base["y"] * 2}), by="g", target="y", task="binary")
+    with pytest.raises(gfe.TargetError, match="one class only"):
+        gf.fit(pa.table({**base, "y": np.zeros(n)}), by="g", target="y", task="binary")
+    with pytest.raises(gfe.EmptyInputError):
+        gf.fit(pa.table(base).slice(0, 0), by="g", target="y")
+    assert issubclass(gfe.DataError, gfe.GroupfitError)
+    (tmp_path / "bad.gfm").write_bytes(b"GROUPFIT garbage")
+    with pytest.raises(gfe.ModelFileError, match="corrupt or truncated"):
+        gf.load(tmp_path / "bad.gfm")
+    with pytest.raises(gfe.FileError, match="cannot read"):
+        gf.load(tmp_path / "missing.gfm")
+    with pytest.raises(TypeError, match="expected a Parquet path"):
+        gf.fit([1, 2, 3], by="g", target="y")
+    with pytest.raises(ValueError, match="unknown runner 'spark'"):
+        gf.fit(pa.table(base), by="g", target="y", runner="spark")
+
+
+def test_runner_from_environment(tables, monkeypatch):
+    monkeypatch.setenv("GROUPFIT_RUNNER", "nosuch")
+    with pytest.raises(ValueError, match="unknown runner 'nosuch'"):
+        gf.fit(tables[0], by="g", target="y")
+    monkeypatch.setenv("GROUPFIT_RUNNER", "native")
+    m = gf.fit(tables[0], by="g", target="y", runner=None)
+    m2 = gf.fit(tables[0], by="g", target="y", runner=gf.NativeRunner())
+    np.testing.assert_array_equal(m.predict(tables[1]), m2.predict(tables[1]))
+
+
+def test_grouped_estimator_is_sklearn_compatible(tables):
+    from sklearn.base import clone
+
+    train, valid = tables
+    X = train.drop_columns(["y"]).to_pandas()
+    y = train.column("y").to_numpy()
+    est = gf.GroupedEstimator(model="linear", by="g", params=GRID, valid=0.2, seed=1)
+    assert est.get_params()["params"] == GRID and est.get_params()["by"] == "g"
+    est.set_params(min_rows=20)
+    assert est.min_rows == 20
+    c = clone(est)
+    assert c.get_params() == est.get_params() and not hasattr(c, "model_")
+    est.fit(X, y)
+    ref = gf.fit(train.rename_columns([*train.column_names[:-1], "__groupfit_target__"]), by="g",
+                 target="__groupfit_target__", params=GRID, valid=0.2, seed=1, min_rows=20)
+    Xv = valid.drop_columns(["y"]).to_pandas()
+    p = ref.predict(Xv)
+    np.testing.assert_array_equal(est.predict_proba(Xv)[:, 1], p)
+    np.testing.assert_array_equal(est.predict(Xv), (p >= 0.5).astype(int))
+    assert list(est.classes_) == [0, 1]
+    assert 0.5 < est.score(Xv, valid.column("y").to_numpy()) <= 1.0
+    # polars X, and regression returns values
+    cols, _ = make_grouped(9, {"p": 200, "q": 120}, d=2, task="regression")
+    Xr = pl.DataFrame({k: v for k, v in cols.items() if k != "y"})
+    reg = gf.GroupedEstimator(by=["g"]).fit(Xr, cols["y"])
+    assert reg.predict(Xr).dtype == np.float64
+    with pytest.raises(AttributeError):
+        reg.predict_proba(Xr)
+    with pytest.raises(ValueError, match="rows"):
+        gf.GroupedEstimator(by="g").fit(Xr, cols["y"][:-1])

@@ -1,0 +1,113 @@
+"""The Ray runner on a real multi-node Ray cluster simulated on this machine
+(ray.cluster_utils.Cluster, 2 nodes): the same models as the native runner,
+groups sharded across actors, an actor killed mid-training replaced and
+training resumed, a repeated fault failing with a clear error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+ray = pytest.importorskip("ray")
+from ray.cluster_utils import Cluster  # noqa: E402
+
+import groupfit as gf  # noqa: E402
+from groupfit import exceptions as gfe  # noqa: E402
+from conftest import make_grouped  # noqa: E402
+
+# One binary group large enough for the sampled Hessian (>= 48 blocks of 256
+# rows) and to be sharded, mid-size and small groups, and one below min_rows.
+SIZES = {"big": 16000, "mid": 2600, "m2": 900, "s1": 120, "s2": 60, "s3": 35, "tiny": 4}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    c.add_node(num_cpus=1)
+    c.wait_for_nodes()
+    ray.init(address=c.address, log_to_driver=False)
+    try:
+        assert len([n for n in ray.nodes() if n["Alive"]]) == 2
+        yield c
+    finally:
+        ray.shutdown()
+        c.shutdown()
+
+
+def data(task: str, seed: int):
+    cols, _ = make_grouped(seed, SIZES, d=4, task=task)
+    n = len(cols["y"])
+    cols["f2"] = np.where(np.arange(n) % 23 == 0, np.nan, cols["f2"])
+    train = pa.table(cols)
+    vcols, _ = make_grouped(seed + 1, {k: max(v // 4, 2) for k, v in SIZES.items()}, d=4, task=task)
+    return train, pa.table(vcols)
+
+
+def assert_same(native, remote, valid):
+    np.testing.assert_allclose(remote.predict(valid), native.predict(valid), rtol=1e-7, atol=1e-9)
+    ns, rs = native.summary, remote.summary
+    for k in ("groups", "models", "routes", "fallback", "chosen_configs", "global_config", "rows_train"):
+        assert rs[k] == ns[k], k
+    for k in ("valid_logloss", "valid_auc", "valid_rmse"):
+        if k in ns:
+            assert rs[k] == pytest.approx(ns[k], rel=1e-7), k
+    assert remote.scores.drop_columns([c for c in remote.scores.column_names if c.startswith("valid_")]).equals(
+        native.scores.drop_columns([c for c in native.scores.column_names if c.startswith("valid_")])
+    )
+
+
+@pytest.mark.parametrize("task", ["binary", "regression"])
+def test_ray_equals_native(cluster, task):
+    train, valid = data(task, 21 if task == "binary" else 31)
+    kw = dict(by="g", target="y", params={"C": [0.1, 10.0]}, valid=valid, min_rows=10)
+    native = gf.fit(train, **kw)
+    runner = gf.RayRunner(workers=2)
+    remote = gf.fit(train, runner=runner, **kw)
+    assert_same(native, remote, valid)
+    info = remote.runner_info
+    assert info["runner"] == "ray" and info["workers"] == 2 and info["restarts"] == []
+    # the big group and the global model's rows are cut over both actors
+    assert info["shared_groups"] >= 2
+    assert min(info["shard_rows"]) > 0.3 * sum(info["shard_rows"]) / 2
+    assert remote.summary["strategy"] == "hybrid"
+    assert info["passes"] == remote.summary["passes"] >= 2
+
+
+def test_runner_from_environment(cluster, monkeypatch):
+    train, valid = data("binary", 41)
+    monkeypatch.setenv("GROUPFIT_RUNNER", "ray")
+    remote = gf.fit(train, by="g", target="y", valid=valid)
+    assert remote.runner_info["runner"] == "ray"
+    assert_same(gf.fit(train, by="g", target="y", valid=valid, runner="native"), remote, valid)
+
+
+def test_killed_actor_is_replaced_and_training_resumes(cluster):
+    train, valid = data("binary", 51)
+    kw = dict(by="g", target="y", params={"C": [0.1, 10.0]}, valid=valid)
+    native = gf.fit(train, **kw)
+    killed = []
+
+    def kill_once(pass_index, actors):
+        if pass_index == 3 and not killed:
+            ray.kill(actors[0])
+            killed.append(pass_index)
+
+    runner = gf.RayRunner(workers=2, max_restarts=1, fault_hook=kill_once)
+    remote = gf.fit(train, runner=runner, **kw)
+    assert killed == [3]
+    assert remote.runner_info["restarts"] == [{"worker": 0, "pass": 3}]
+    assert_same(native, remote, valid)
+    assert remote.summary["passes"] == native.summary["passes"]
+
+
+def test_repeated_fault_fails_clearly(cluster):
+    train, valid = data("binary", 61)
+
+    def kill_always(pass_index, actors):
+        if pass_index >= 1:
+            ray.kill(actors[1])
+
+    runner = gf.RayRunner(workers=2, max_restarts=1, fault_hook=kill_always)
+    with pytest.raises(gfe.RunnerError, match=r"Ray worker 1 failed 2 times \(max_restarts=1\)"):
+        gf.fit(train, by="g", target="y", valid=valid, runner=runner)
