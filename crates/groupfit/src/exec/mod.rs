@@ -129,14 +129,7 @@ pub fn run_passes<F: PassFamily>(
         }
         // Re-plan when the active counts changed (units converged).
         if plan.as_ref().is_none_or(|(a, _)| *a != active) {
-            let loads: Vec<GroupLoad> = rows
-                .iter()
-                .zip(&active)
-                .map(|(r, &u)| GroupLoad {
-                    rows: r.clone(),
-                    units: u,
-                })
-                .collect();
+            let loads = group_loads(rows, &active);
             let s = resolved.unwrap_or(strategy);
             let p = Plan::build(s, &loads, workers, family.align(), &cost);
             // `auto` decides once, on the first pass, and keeps its choice.
@@ -222,14 +215,7 @@ pub fn explain<F: PassFamily>(
     let groups: Vec<RwLock<Vec<F::Unit>>> = units.into_iter().map(RwLock::new).collect();
     let (cost, machine) = calibrate::cost_model(family, &groups, rows, workers);
     let active = active_counts(family, &groups);
-    let loads: Vec<GroupLoad> = rows
-        .iter()
-        .zip(&active)
-        .map(|(r, &u)| GroupLoad {
-            rows: r.clone(),
-            units: u,
-        })
-        .collect();
+    let loads = group_loads(rows, &active);
     let strategies: Vec<StrategyPlan> = Strategy::FIXED
         .iter()
         .map(|&s| {
@@ -258,6 +244,17 @@ pub fn explain<F: PassFamily>(
         strategies,
         auto,
     }
+}
+
+/// The planner's view of each group: its rows and active units.
+fn group_loads(rows: &[Range<usize>], active: &[usize]) -> Vec<GroupLoad> {
+    rows.iter()
+        .zip(active)
+        .map(|(r, &u)| GroupLoad {
+            rows: r.clone(),
+            units: u,
+        })
+        .collect()
 }
 
 /// Active units per group.
