@@ -117,8 +117,10 @@ pub fn run_passes<F: PassFamily>(
     let mut pass = 0;
     let mut plan: Option<(Vec<usize>, Plan)> = None;
     let mut passes_s = 0.0;
-    // Only `auto` prices plans; fixed strategies need no calibration.
-    let cost = if strategy == Strategy::Auto {
+    // Every strategy places work by the calibrated costs (updates and shards
+    // count, not only rows); `auto` also prices whole plans with them. One
+    // worker has nothing to place.
+    let cost = if workers > 1 {
         calibrate::cost_model(family, &groups, rows, workers).0
     } else {
         CostModel::uncalibrated(family.stats_len(), family.unit_bytes())

@@ -113,8 +113,24 @@ pub struct GroupLoad {
 }
 
 impl GroupLoad {
-    fn cost(&self) -> f64 {
-        (self.rows.len() * self.units) as f64
+    /// Nanoseconds per row of the group's pass under `c` (all its units).
+    fn per_row(&self, c: &CostModel) -> f64 {
+        self.units as f64 * c.row_unit_ns
+    }
+
+    /// Nanoseconds of the group's pass that do not grow with its rows: one
+    /// update per unit and one shard.
+    fn fixed(&self, c: &CostModel) -> f64 {
+        if self.units == 0 || self.rows.is_empty() {
+            return 0.0;
+        }
+        (self.units as f64 * c.apply_unit_us + c.shard_us) * 1e3
+    }
+
+    /// Estimated nanoseconds of the group's work in one pass under `c`. With
+    /// [`CostModel::uncalibrated`] this is rows times units.
+    fn cost(&self, c: &CostModel) -> f64 {
+        self.rows.len() as f64 * self.per_row(c) + self.fixed(c)
     }
 }
 
@@ -190,10 +206,10 @@ impl Plan {
         let workers = workers.max(1);
         let align = align.max(1);
         match strategy {
-            Strategy::Tp => Plan::task_parallel(loads, workers),
+            Strategy::Tp => Plan::task_parallel(loads, workers, cost),
             Strategy::Dp => Plan::data_parallel(loads, workers, align),
-            Strategy::Fused => Plan::fused(loads, workers, align),
-            Strategy::Hybrid => Plan::hybrid(loads, workers, align),
+            Strategy::Fused => Plan::fused(loads, workers, align, cost),
+            Strategy::Hybrid => Plan::hybrid(loads, workers, align, cost),
             Strategy::Auto => Strategy::FIXED
                 .iter()
                 .map(|&s| Plan::build(s, loads, workers, align, cost))
@@ -205,14 +221,19 @@ impl Plan {
     }
 
     /// Task parallel: longest-processing-time-first onto the least-loaded worker.
-    fn task_parallel(loads: &[GroupLoad], workers: usize) -> Plan {
+    fn task_parallel(loads: &[GroupLoad], workers: usize, c: &CostModel) -> Plan {
         let mut order: Vec<usize> = (0..loads.len()).filter(|&g| loads[g].units > 0).collect();
-        order.sort_by(|&a, &b| loads[b].cost().total_cmp(&loads[a].cost()).then(a.cmp(&b)));
+        order.sort_by(|&a, &b| {
+            loads[b]
+                .cost(c)
+                .total_cmp(&loads[a].cost(c))
+                .then(a.cmp(&b))
+        });
         let mut load = vec![0.0f64; workers];
         let mut plan = vec![Vec::new(); workers];
         for g in order {
             let w = least_loaded(&load);
-            load[w] += loads[g].cost();
+            load[w] += loads[g].cost(c);
             plan[w].push(Shard {
                 group: g,
                 rows: loads[g].rows.clone(),
@@ -253,8 +274,8 @@ impl Plan {
     }
 
     /// Fused: equal-cost contiguous ranges of the group-sorted rows.
-    fn fused(loads: &[GroupLoad], workers: usize, align: usize) -> Plan {
-        let total: f64 = loads.iter().map(GroupLoad::cost).sum();
+    fn fused(loads: &[GroupLoad], workers: usize, align: usize, c: &CostModel) -> Plan {
+        let total: f64 = loads.iter().map(|l| l.cost(c)).sum();
         let budget = total / workers as f64;
         let mut plan = vec![Vec::new(); workers];
         let mut w = 0;
@@ -263,7 +284,9 @@ impl Plan {
             if l.units == 0 || l.rows.is_empty() {
                 continue;
             }
-            let per_row = l.units as f64;
+            let per_row = l.per_row(c).max(f64::MIN_POSITIVE);
+            // The worker that starts a group pays its fixed cost.
+            used += l.fixed(c);
             let mut start = l.rows.start;
             while start < l.rows.end {
                 let room = if w + 1 == workers {
@@ -302,20 +325,27 @@ impl Plan {
     /// Hybrid: wrap-around partitioning. Groups largest first; a group holding
     /// `n_g` of the `n` rows is cut into `ceil(n_g * p / n)` aligned shards and
     /// each shard goes to the least-loaded worker.
-    fn hybrid(loads: &[GroupLoad], workers: usize, align: usize) -> Plan {
-        let total: f64 = loads.iter().map(GroupLoad::cost).sum();
+    fn hybrid(loads: &[GroupLoad], workers: usize, align: usize, c: &CostModel) -> Plan {
+        let total: f64 = loads.iter().map(|l| l.cost(c)).sum();
         let mut order: Vec<usize> = (0..loads.len())
             .filter(|&g| loads[g].units > 0 && !loads[g].rows.is_empty())
             .collect();
-        order.sort_by(|&a, &b| loads[b].cost().total_cmp(&loads[a].cost()).then(a.cmp(&b)));
+        order.sort_by(|&a, &b| {
+            loads[b]
+                .cost(c)
+                .total_cmp(&loads[a].cost(c))
+                .then(a.cmp(&b))
+        });
         let mut load = vec![0.0f64; workers];
         let mut plan = vec![Vec::new(); workers];
         for g in order {
             let l = &loads[g];
-            let pieces = ((l.cost() * workers as f64 / total).ceil() as usize).clamp(1, workers);
-            for rows in cut_even(l.rows.clone(), pieces, align) {
+            let pieces = ((l.cost(c) * workers as f64 / total).ceil() as usize).clamp(1, workers);
+            let cuts = cut_even(l.rows.clone(), pieces, align);
+            let fixed = l.fixed(c) / cuts.len() as f64;
+            for rows in cuts {
                 let w = least_loaded(&load);
-                load[w] += (rows.len() * l.units) as f64;
+                load[w] += rows.len() as f64 * l.per_row(c) + fixed;
                 plan[w].push(Shard {
                     group: g,
                     rows,
@@ -477,7 +507,7 @@ mod tests {
 
     #[test]
     fn tp_is_lpt() {
-        let p = Plan::build(Strategy::Tp, &loads(&[5, 3, 3, 2, 1]), 2, 1, &C);
+        let p = Plan::build(Strategy::Tp, &loads(&[5, 3, 3, 2, 1]), 2, 1, &ROWS);
         let groups: Vec<Vec<usize>> = p.stages[0]
             .iter()
             .map(|w| w.iter().map(|s| s.group).collect())
@@ -490,7 +520,7 @@ mod tests {
     #[test]
     fn fused_cuts_evenly_and_marks_whole_shards() {
         let l = loads(&[90, 5, 5]);
-        let p = Plan::build(Strategy::Fused, &l, 2, 1, &C);
+        let p = Plan::build(Strategy::Fused, &l, 2, 1, &ROWS);
         assert_eq!(
             p.stages[0][0],
             vec![Shard {
@@ -510,6 +540,54 @@ mod tests {
         assert!(p.stages[0][1][1].whole && p.stages[0][1][2].whole);
         let covered: usize = p.shards().map(|s| s.rows.len()).sum();
         assert_eq!(covered, 100);
+    }
+
+    /// Costs of rows times units only.
+    const ROWS: CostModel = CostModel {
+        row_unit_ns: 1.0,
+        apply_unit_us: 0.0,
+        shard_us: 0.0,
+        stage_us: 0.0,
+        combine_ns: 0.0,
+        stats_len: 10,
+        unit_bytes: 100,
+    };
+
+    #[test]
+    fn uncalibrated_costs_are_rows_times_units() {
+        assert_eq!(CostModel::uncalibrated(10, 100), ROWS);
+    }
+
+    #[test]
+    fn updates_and_shards_count_in_placement() {
+        // One big group (1,000 rows, 1 unit) and 100 one-row groups of 4 units:
+        // by rows alone tp puts the big group alone on one worker and all 100
+        // small ones (4,000 us of updates) on the other; with 10 us per update
+        // the small groups (40 us each, placed first) alternate, and the big
+        // one (1 us of rows + 10 us) joins worker 0 on the tie.
+        let mut l = loads(&[1000]);
+        let mut start = 1000;
+        for _ in 0..100 {
+            l.push(GroupLoad {
+                rows: start..start + 1,
+                units: 4,
+            });
+            start += 1;
+        }
+        let by_rows = Plan::build(Strategy::Tp, &l, 2, 1, &ROWS);
+        assert_eq!(
+            by_rows.stages[0][0].len(),
+            1,
+            "rows alone: the big group alone"
+        );
+        let c = CostModel {
+            apply_unit_us: 10.0,
+            ..ROWS
+        };
+        let p = Plan::build(Strategy::Tp, &l, 2, 1, &c);
+        let counts: Vec<usize> = p.stages[0].iter().map(Vec::len).collect();
+        assert_eq!(counts, vec![51, 50]);
+        assert!(p.estimate(&l, &c).idle_s < by_rows.estimate(&l, &c).idle_s / 10.0);
     }
 
     /// Costs with a real price on stages and updates.
@@ -567,7 +645,7 @@ mod tests {
     fn hybrid_is_wrap_around() {
         // 4 workers, 100 rows: 60 rows -> ceil(2.4) = 3 shards, 20 -> ceil(0.8) = 1, ...
         let l = loads(&[60, 20, 10, 10]);
-        let p = Plan::build(Strategy::Hybrid, &l, 4, 1, &C);
+        let p = Plan::build(Strategy::Hybrid, &l, 4, 1, &ROWS);
         assert_eq!(p.stages.len(), 1);
         assert_eq!(p.pieces(4), vec![3, 1, 1, 1]);
         // Shards of group 0 (20 rows each) land on three different workers;
@@ -607,7 +685,7 @@ mod tests {
     #[test]
     fn fused_cuts_only_at_aligned_rows() {
         let l = loads(&[1000, 10]);
-        let p = Plan::build(Strategy::Fused, &l, 3, 256, &C);
+        let p = Plan::build(Strategy::Fused, &l, 3, 256, &ROWS);
         for s in p.shards() {
             assert!(s.rows.start % 256 == 0 || s.group == 1, "{s:?}");
         }
