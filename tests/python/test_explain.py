@@ -91,3 +91,17 @@ def test_explain_reports_bad_input_like_train(gf, tmp_path, cache_dir):
     assert_cli_error(rc, err, "nope", "t.parquet")
     rc, _, err = run("explain", "--data", data, "--by", "g", "--target", "y", "--strategy", "zigzag")
     assert_cli_error(rc, err, "zigzag", "hybrid")
+
+
+@pytest.mark.parametrize("model,params", [("gbdt", ["--param", "rounds=5", "--param", "num_leaves=4,8"]),
+                                          ("mlp", ["--param", "hidden=8", "--param", "lr=0.01,0.1"])])
+def test_every_family_explains(gf, tmp_path, cache_dir, model, params):
+    sizes = {"big": 3000, **{f"s{i}": 80 + 7 * i for i in range(10)}}
+    cols, _ = make_grouped(seed=8, sizes=sizes, d=3)
+    data = gf.write_parquet(tmp_path / "t.parquet", cols)
+    e = explain_json(gf, data, "--model", model, "--threads", "2", *params)
+    assert e["model"] == model and e["groups"] == 11
+    assert [s["strategy"] for s in e["strategies"]] == STRATEGIES
+    assert e["auto"] == min(e["strategies"], key=lambda s: s["pass_s"])["strategy"]
+    for s in e["strategies"]:
+        assert s["pass_s"] > 0 and s["state_bytes"] > 0

@@ -249,4 +249,9 @@ impl Family for Gbdt {
             report,
         })
     }
+
+    fn explain(&self, data: &TrainData<'_>, configs: &[ConfigEntry]) -> Result<Explain> {
+        let configs = crate::gbdt::configs(configs)?;
+        Ok(crate::gbdt::grouped::explain_grouped(data, &configs))
+    }
 }

@@ -34,7 +34,7 @@ use super::booster::{Booster, GroupView, StepScratch};
 use super::histogram::{BinnedGroup, STRIDE};
 use super::{GbdtConfig, GbdtModel};
 use crate::data::Column;
-use crate::exec::{run_passes, trace, PassFamily, PassProgress, RunReport};
+use crate::exec::{explain, run_passes, trace, Explain, PassFamily, PassProgress, RunReport};
 use crate::family::TrainData;
 
 /// The binned rows of every group for one `max_bin`.
@@ -398,6 +398,93 @@ pub struct FittedBooster {
     pub rounds: usize,
 }
 
+/// The boosters of one histogram-size class: one driver group per (data
+/// group, config) booster.
+struct ClassUnits {
+    owner: Vec<usize>,
+    config_of: Vec<usize>,
+    units: Vec<Vec<Mutex<Booster>>>,
+    drows: Vec<Range<usize>>,
+    stats_len: usize,
+}
+
+fn class_units(
+    input: &TrainData<'_>,
+    layout: &GbdtLayout,
+    configs: &[GbdtConfig],
+    ks: &[usize],
+    class: usize,
+) -> ClassUnits {
+    let n_all = input.n_groups + 1;
+    let members: Vec<bool> = (0..n_all)
+        .map(|g| input.fit[g] && layout.hist_len(g).next_power_of_two() == class)
+        .collect();
+    let stats_len = (0..n_all)
+        .filter(|&g| members[g])
+        .map(|g| layout.hist_len(g))
+        .max()
+        .unwrap_or(0);
+    let mut c = ClassUnits {
+        owner: Vec::new(),
+        config_of: Vec::new(),
+        units: Vec::new(),
+        drows: Vec::new(),
+        stats_len,
+    };
+    for g in (0..n_all).filter(|&g| members[g]) {
+        let view = layout.view(g);
+        for &k in ks {
+            c.owner.push(g);
+            c.config_of.push(k);
+            c.drows.push(layout.range(g));
+            c.units.push(vec![Mutex::new(Booster::new(
+                input.task, configs[k], input.seed, &view,
+            ))]);
+        }
+    }
+    c
+}
+
+/// What the planner would do with the boosters of the largest class (by
+/// rows) of the most common `max_bin` — the class that dominates the run;
+/// see [`crate::exec::explain`].
+pub fn explain_grouped(input: &TrainData<'_>, configs: &[GbdtConfig]) -> Explain {
+    let n_all = input.n_groups + 1;
+    let mb = configs.first().map_or(255, |c| c.max_bin());
+    let ks: Vec<usize> = (0..configs.len())
+        .filter(|&k| configs[k].max_bin() == mb)
+        .collect();
+    let layout = GbdtLayout::build(input, mb as usize);
+    let mut rows_of_class: Vec<(usize, usize)> = Vec::new();
+    for g in (0..n_all).filter(|&g| input.fit[g]) {
+        let class = layout.hist_len(g).next_power_of_two();
+        match rows_of_class.iter_mut().find(|(c, _)| *c == class) {
+            Some((_, r)) => *r += layout.range(g).len(),
+            None => rows_of_class.push((class, layout.range(g).len())),
+        }
+    }
+    let class = rows_of_class
+        .iter()
+        .max_by_key(|(c, r)| (*r, *c))
+        .map_or(1, |(c, _)| *c);
+    let c = class_units(input, &layout, configs, &ks, class);
+    let family = GbdtPass {
+        layout: &layout,
+        owner: c.owner,
+        stats_len: c.stats_len,
+        hist_ns: AtomicU64::new(0),
+        round_ns: AtomicU64::new(0),
+    };
+    let mut e = explain(&family, c.units, &c.drows, input.threads);
+    // Driver groups are boosters: report the data group each belongs to.
+    for p in &mut e.strategies {
+        for (g, _) in &mut p.cut {
+            *g = family.owner[*g];
+        }
+    }
+    e
+}
+
 /// Fits every config of every group with `fit[g]` set (and the global model,
 /// `fit[n_groups]`); returns, per group, one [`FittedBooster`] per config
 /// (empty for groups not fitted).
@@ -442,32 +529,14 @@ pub fn fit_grouped(
             .collect();
         classes.sort_unstable();
         classes.dedup();
-        let rows: Vec<Range<usize>> = (0..n_all).map(|g| layout.range(g)).collect();
         for class in classes.into_iter().rev() {
-            let members: Vec<bool> = (0..n_all)
-                .map(|g| input.fit[g] && layout.hist_len(g).next_power_of_two() == class)
-                .collect();
-            let stats_len = (0..n_all)
-                .filter(|&g| members[g])
-                .map(|g| layout.hist_len(g))
-                .max()
-                .unwrap_or(0);
-            // One driver group per (data group, config) booster.
-            let mut owner = Vec::new();
-            let mut config_of = Vec::new();
-            let mut units: Vec<Vec<Mutex<Booster>>> = Vec::new();
-            let mut drows: Vec<Range<usize>> = Vec::new();
-            for g in (0..n_all).filter(|&g| members[g]) {
-                let view = layout.view(g);
-                for &k in &ks {
-                    owner.push(g);
-                    config_of.push(k);
-                    drows.push(rows[g].clone());
-                    units.push(vec![Mutex::new(Booster::new(
-                        input.task, configs[k], input.seed, &view,
-                    ))]);
-                }
-            }
+            let ClassUnits {
+                owner,
+                config_of,
+                units,
+                drows,
+                stats_len,
+            } = class_units(input, &layout, configs, &ks, class);
             let n_units = units.len();
             let class_rows: usize = drows.iter().map(|r| r.len()).sum();
             let family = GbdtPass {
