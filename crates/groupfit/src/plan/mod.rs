@@ -222,13 +222,7 @@ impl Plan {
 
     /// Task parallel: longest-processing-time-first onto the least-loaded worker.
     fn task_parallel(loads: &[GroupLoad], workers: usize, c: &CostModel) -> Plan {
-        let mut order: Vec<usize> = (0..loads.len()).filter(|&g| loads[g].units > 0).collect();
-        order.sort_by(|&a, &b| {
-            loads[b]
-                .cost(c)
-                .total_cmp(&loads[a].cost(c))
-                .then(a.cmp(&b))
-        });
+        let order = largest_first((0..loads.len()).filter(|&g| loads[g].units > 0), loads, c);
         let mut load = vec![0.0f64; workers];
         let mut plan = vec![Vec::new(); workers];
         for g in order {
@@ -327,15 +321,11 @@ impl Plan {
     /// each shard goes to the least-loaded worker.
     fn hybrid(loads: &[GroupLoad], workers: usize, align: usize, c: &CostModel) -> Plan {
         let total: f64 = loads.iter().map(|l| l.cost(c)).sum();
-        let mut order: Vec<usize> = (0..loads.len())
-            .filter(|&g| loads[g].units > 0 && !loads[g].rows.is_empty())
-            .collect();
-        order.sort_by(|&a, &b| {
-            loads[b]
-                .cost(c)
-                .total_cmp(&loads[a].cost(c))
-                .then(a.cmp(&b))
-        });
+        let order = largest_first(
+            (0..loads.len()).filter(|&g| loads[g].units > 0 && !loads[g].rows.is_empty()),
+            loads,
+            c,
+        );
         let mut load = vec![0.0f64; workers];
         let mut plan = vec![Vec::new(); workers];
         for g in order {
@@ -447,6 +437,18 @@ impl Plan {
             stages: self.stages.len(),
         }
     }
+}
+
+/// `groups` by estimated cost under `c`, largest first (lower index first on
+/// ties); each cost is computed once.
+fn largest_first(
+    groups: impl Iterator<Item = usize>,
+    loads: &[GroupLoad],
+    c: &CostModel,
+) -> Vec<usize> {
+    let mut keyed: Vec<(f64, usize)> = groups.map(|g| (loads[g].cost(c), g)).collect();
+    keyed.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    keyed.into_iter().map(|(_, g)| g).collect()
 }
 
 /// The worker with the least load (the first on ties).
