@@ -1088,6 +1088,7 @@ fn select(
     n_configs: usize,
     threads: usize,
 ) -> Result<Selection> {
+    let t0 = Instant::now();
     let d = rows.cols.len();
     let n = rows.idx.len();
     if n == 0 && n_configs > 1 {
@@ -1130,6 +1131,7 @@ fn select(
         .iter()
         .map(|&i| rows.target[rows.idx[i] as usize])
         .collect();
+    trace_stamp(t0, "  selection: validation matrix");
     let predict = |m: &FittedModel, range: std::ops::Range<usize>| -> Vec<f64> {
         m.predict_columns(task, &xc, range)
     };
@@ -1160,6 +1162,7 @@ fn select(
     } else {
         Scores::default()
     };
+    trace_stamp(t0, "  selection: global model");
 
     let groups = par_map(n_groups, threads, &|g| start[g + 1] - start[g] + 1, &|g| {
         let range = start[g]..start[g + 1];

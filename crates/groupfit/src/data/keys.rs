@@ -7,6 +7,7 @@
 //! own group, shown as `null`.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef};
@@ -32,7 +33,9 @@ pub struct GroupEncoder {
     /// Per key column: value -> column-local id (null has its own id).
     values: Vec<ColumnDict>,
     /// Tuple of column-local ids -> group id (only used with several key columns).
-    tuples: HashMap<Vec<u32>, u32>,
+    tuples: FastMap<Vec<u32>, u32>,
+    /// With one key column: column-local id -> group id (no tuple lookup).
+    single: Vec<u32>,
     keys: Vec<GroupKey>,
 }
 
@@ -42,7 +45,8 @@ impl GroupEncoder {
         GroupEncoder {
             n_cols,
             values: vec![ColumnDict::default(); n_cols],
-            tuples: HashMap::new(),
+            tuples: FastMap::default(),
+            single: Vec::new(),
             keys: Vec::new(),
         }
     }
@@ -83,11 +87,28 @@ impl GroupEncoder {
             local.push(self.values[c].insert(part.as_deref()));
         }
         let next = self.keys.len() as u32;
+        if self.n_cols == 1 {
+            let l = local[0] as usize;
+            if l < self.single.len() {
+                return self.single[l];
+            }
+            self.single.push(next);
+        }
         let id = *self.tuples.entry(local).or_insert(next);
         if id == next {
             self.keys.push(key);
         }
         id
+    }
+
+    /// The group id of a tuple of column-local ids, if the tuple was seen.
+    #[inline]
+    fn group_of(&self, local: &[u32]) -> Option<u32> {
+        if self.n_cols == 1 {
+            self.single.get(local[0] as usize).copied()
+        } else {
+            self.tuples.get(local).copied()
+        }
     }
 
     /// Encodes every row of the key columns, adding unseen keys.
@@ -109,7 +130,7 @@ impl GroupEncoder {
                 }
             }
             let id = if all_known {
-                self.tuples.get(&local).copied()
+                self.group_of(&local)
             } else {
                 None
             };
@@ -144,7 +165,7 @@ impl GroupEncoder {
                     }
                 }
             }
-            out.push(self.tuples.get(&local).copied());
+            out.push(self.group_of(&local));
         }
         Ok(out)
     }
@@ -153,7 +174,7 @@ impl GroupEncoder {
 /// The distinct values of one key column.
 #[derive(Debug, Default, Clone)]
 struct ColumnDict {
-    map: HashMap<String, u32>,
+    map: FastMap<String, u32>,
     null: Option<u32>,
     next: u32,
 }
@@ -179,6 +200,66 @@ impl ColumnDict {
             }
         }
         id
+    }
+}
+
+/// A hash map with a fast non-cryptographic hash: keys come from the user's
+/// own data, and encoding hashes every row's key.
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// The multiply-rotate hash of rustc's `FxHasher`, fed eight bytes at a time.
+#[derive(Default, Clone, Copy)]
+struct FxHasher {
+    hash: u64,
+}
+
+impl FxHasher {
+    const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(Self::SEED);
+    }
+}
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut buf = [0u8; 8];
+            buf[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(buf));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, v: u8) {
+        self.add(u64::from(v));
+    }
+
+    #[inline]
+    fn write_u32(&mut self, v: u32) {
+        self.add(u64::from(v));
+    }
+
+    #[inline]
+    fn write_u64(&mut self, v: u64) {
+        self.add(v);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, v: usize) {
+        self.add(v as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash
     }
 }
 

@@ -29,21 +29,21 @@ pub fn auc(y: &[f64], p: &[f64]) -> Option<f64> {
     if pos == 0 || neg == 0 {
         return None;
     }
-    let mut idx: Vec<usize> = (0..p.len()).collect();
-    idx.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
+    // (score, label) pairs sorted by score: ties are averaged below, so the
+    // order within a tie does not matter and an unstable sort of the pairs
+    // (no indirection) will do.
+    let mut pairs: Vec<(f64, bool)> = p.iter().zip(y).map(|(&s, &v)| (s, v > 0.5)).collect();
+    pairs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
     let mut rank_sum_pos = 0.0;
     let mut i = 0;
-    while i < idx.len() {
+    while i < pairs.len() {
         let mut j = i + 1;
-        while j < idx.len() && p[idx[j]] == p[idx[i]] {
+        while j < pairs.len() && pairs[j].0 == pairs[i].0 {
             j += 1;
         }
         let avg_rank = (i + j + 1) as f64 / 2.0; // ranks are 1-based: (i+1 + j) / 2
-        for &k in &idx[i..j] {
-            if y[k] > 0.5 {
-                rank_sum_pos += avg_rank;
-            }
-        }
+        let positives = pairs[i..j].iter().filter(|q| q.1).count();
+        rank_sum_pos += avg_rank * positives as f64;
         i = j;
     }
     let u = rank_sum_pos - (pos * (pos + 1)) as f64 / 2.0;
