@@ -34,6 +34,10 @@ pub struct BlockScratch {
     /// Per unit, 8-lane partial sums of the gradient and of the Hessian's
     /// intercept row, reduced once per call instead of once per block.
     lanes: Vec<f64>,
+    /// Per unit, the first unit with the same weights (itself if none).
+    same_as: Vec<usize>,
+    /// The statistics of the units others copy, before this call added to them.
+    before: Vec<f64>,
 }
 
 impl BlockScratch {
@@ -49,6 +53,8 @@ impl BlockScratch {
             hc: vec![0.0; dp * dp],
             colsum: vec![0.0; dp],
             lanes: Vec::new(),
+            same_as: Vec::new(),
+            before: Vec::new(),
         }
     }
 }
@@ -66,6 +72,10 @@ pub struct UnitRef<'a> {
 /// Hessian, rows the Hessian was summed over). Only the upper triangle of each
 /// Hessian is written. The Hessian is summed over the blocks whose index in
 /// their group is a multiple of `hessian_stride` (1: every block).
+///
+/// Units at the same weights (the configs of a group all start at the same
+/// point) have the same statistics up to their `C`, which every term is
+/// linear in: they are computed once and scaled.
 pub fn accumulate_blocks<'a>(
     task: Task,
     hessian_stride: usize,
@@ -149,6 +159,19 @@ fn accumulate_impl<'a>(
     let lanes_per_unit = 2 * p * 8;
     s.lanes.clear();
     s.lanes.resize(units.len() * lanes_per_unit, 0.0);
+    s.same_as.clear();
+    for (u, unit) in units.iter().enumerate() {
+        let first = (0..u).find(|&v| s.same_as[v] == v && units[v].w == unit.w);
+        s.same_as.push(first.unwrap_or(u));
+    }
+    s.before.clear();
+    for u in 0..units.len() {
+        let src = s.same_as[u];
+        // The first copy of `src` saves its statistics as they were.
+        if src != u && s.same_as[src + 1..u].iter().all(|&v| v != src) {
+            s.before.extend_from_slice(&out[src * len..(src + 1) * len]);
+        }
+    }
     for blk in blocks {
         let m = blk.y.len();
         if m == 0 {
@@ -179,6 +202,9 @@ fn accumulate_impl<'a>(
             }
         }
         for (u, unit) in units.iter().enumerate() {
+            if s.same_as[u] != u {
+                continue;
+            }
             let o = &mut out[u * len..(u + 1) * len];
             let c = unit.c;
             margins(x, wd, d, unit.w, &mut s.z[..wd], avx512);
@@ -238,6 +264,9 @@ fn accumulate_impl<'a>(
         }
     }
     for (u, unit) in units.iter().enumerate() {
+        if s.same_as[u] != u {
+            continue;
+        }
         let o = &mut out[u * len..(u + 1) * len];
         let lanes = &s.lanes[u * lanes_per_unit..(u + 1) * lanes_per_unit];
         for j in 0..d {
@@ -245,6 +274,30 @@ fn accumulate_impl<'a>(
             if binary {
                 o[1 + p + j * p + d] += lanes[(p + j) * 8..(p + j) * 8 + 8].iter().sum::<f64>();
             }
+        }
+    }
+    // Copies: this call's contribution of the unit copied, scaled by C (the
+    // Hessian's row count, last, is not scaled).
+    let mut slot = 0;
+    for u in 0..units.len() {
+        let src = s.same_as[u];
+        if src == u || s.same_as[src + 1..u].iter().any(|&v| v == src) {
+            continue;
+        }
+        let before = &s.before[slot * len..(slot + 1) * len];
+        slot += 1;
+        for v in u..units.len() {
+            if s.same_as[v] != src {
+                continue;
+            }
+            let k = units[v].c / units[src].c;
+            let (head, tail) = out.split_at_mut(v * len);
+            let from = &head[src * len..(src + 1) * len];
+            let to = &mut tail[..len];
+            for i in 0..len - 1 {
+                to[i] += k * (from[i] - before[i]);
+            }
+            to[len - 1] += from[len - 1] - before[len - 1];
         }
     }
 }
@@ -796,6 +849,67 @@ mod tests {
                         (got - h[j * p + k]).abs() < 1e-5 * (1.0 + h[j * p + k].abs()),
                         "{task:?} h{j}{k}: {got} vs {}",
                         h[j * p + k]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn units_at_the_same_weights_equal_each_unit_alone() {
+        let (d, m) = (5, 200);
+        let x: Vec<f32> = (0..m * d)
+            .map(|i| ((i * 7919) % 23) as f32 / 11.0 - 1.0)
+            .collect();
+        let y: Vec<f64> = (0..m).map(|i| ((i * 13) % 5 < 2) as u8 as f64).collect();
+        let (b, dp, wd) = block_of(&x, d, m);
+        let blk = Block {
+            x: &b,
+            width: wd,
+            dp,
+            y: &y,
+            index: 0,
+        };
+        let (w0, w1) = ([0.1, -0.3, 0.2, 0.0, 0.1, -0.2], [0.0; 6]);
+        // Units 0, 2 and 3 share weights, unit 1 differs; `out` starts non-zero.
+        let units = [
+            UnitRef { w: &w0, c: 0.5 },
+            UnitRef { w: &w1, c: 2.0 },
+            UnitRef { w: &w0, c: 4.0 },
+            UnitRef { w: &w0, c: 0.25 },
+        ];
+        let len = 1 + (d + 1) * (d + 2) + 1;
+        for task in [Task::Binary, Task::Regression] {
+            let mut s = BlockScratch::new(dp);
+            let start: Vec<f64> = (0..4 * len).map(|i| (i % 7) as f64).collect();
+            let mut together = start.clone();
+            accumulate_blocks(
+                task,
+                1,
+                &mut std::iter::once(blk),
+                &units,
+                &mut together,
+                &mut s,
+            );
+            for (u, unit) in units.iter().enumerate() {
+                let mut alone = start[u * len..(u + 1) * len].to_vec();
+                let one = [UnitRef {
+                    w: unit.w,
+                    c: unit.c,
+                }];
+                accumulate_blocks(task, 1, &mut std::iter::once(blk), &one, &mut alone, &mut s);
+                for (i, (a, t)) in alone
+                    .iter()
+                    .zip(&together[u * len..(u + 1) * len])
+                    .enumerate()
+                {
+                    // Loss and gradient are f64 sums; the Hessian's feature
+                    // block is summed in f32 (scaling it is exact to f32).
+                    let hessian = i > d + 1 && i < len - 1;
+                    let tol = if hessian { 1e-6 } else { 1e-12 };
+                    assert!(
+                        (a - t).abs() <= tol * (1.0 + a.abs()),
+                        "{task:?} unit {u} stat {i}: {t} vs alone {a}"
                     );
                 }
             }
