@@ -213,7 +213,7 @@ impl GroupedMatrix {
         }
         drop(pos);
         stamp("sort and block map");
-        let mut x = zeroed_buffer(*block_off.last().unwrap());
+        let mut x = vec![0.0f32; *block_off.last().unwrap()];
         stamp("allocate");
         let out = SharedOut(x.as_mut_ptr());
         let threads = input.threads.clamp(1, d.max(1));
@@ -633,34 +633,4 @@ mod tests {
             vec![0.0, 0.0, 0.0]
         );
     }
-}
-
-/// A zeroed `f32` buffer for a layout. On Linux, a large buffer is marked for
-/// transparent huge pages before it is first written, so filling it takes one
-/// page fault per 2 MiB instead of one per 4 KiB (where the kernel's THP
-/// setting is `madvise`; elsewhere the hint is ignored).
-pub(crate) fn zeroed_buffer(n: usize) -> Vec<f32> {
-    let x = vec![0.0f32; n];
-    #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = 2 << 20;
-        let bytes = n * std::mem::size_of::<f32>();
-        if bytes >= 4 * HUGE {
-            let start = x.as_ptr() as usize;
-            let first = start.next_multiple_of(HUGE);
-            let last = (start + bytes) / HUGE * HUGE;
-            if last > first {
-                // SAFETY: the range lies inside `x`'s allocation; MADV_HUGEPAGE
-                // is advice only and changes no contents (fresh zero pages).
-                unsafe {
-                    libc::madvise(
-                        first as *mut libc::c_void,
-                        last - first,
-                        libc::MADV_HUGEPAGE,
-                    );
-                }
-            }
-        }
-    }
-    x
 }
