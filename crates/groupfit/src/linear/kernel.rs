@@ -766,6 +766,37 @@ mod tests {
         (b, dp, wd)
     }
 
+    /// Deterministic rows (`m` x `d`, row-major), 0/1 targets, and the block
+    /// holding them.
+    struct Sample {
+        x: Vec<f32>,
+        y: Vec<f64>,
+        b: Vec<f32>,
+        dp: usize,
+        wd: usize,
+    }
+
+    impl Sample {
+        fn new(d: usize, m: usize) -> Self {
+            let x: Vec<f32> = (0..m * d)
+                .map(|i| ((i * 7919) % 23) as f32 / 11.0 - 1.0)
+                .collect();
+            let y = (0..m).map(|i| ((i * 13) % 5 < 2) as u8 as f64).collect();
+            let (b, dp, wd) = block_of(&x, d, m);
+            Sample { x, y, b, dp, wd }
+        }
+
+        fn block(&self) -> Block<'_> {
+            Block {
+                x: &self.b,
+                width: self.wd,
+                dp: self.dp,
+                y: &self.y,
+                index: 0,
+            }
+        }
+    }
+
     #[test]
     fn hessian_tiles_match_naive_product() {
         let (d, m) = (6, 37);
@@ -791,18 +822,8 @@ mod tests {
     #[test]
     fn block_statistics_match_a_naive_f64_computation() {
         let (d, m) = (5, 70);
-        let x: Vec<f32> = (0..m * d)
-            .map(|i| ((i * 7919) % 23) as f32 / 11.0 - 1.0)
-            .collect();
-        let y: Vec<f64> = (0..m).map(|i| ((i * 13) % 5 < 2) as u8 as f64).collect();
-        let (b, dp, wd) = block_of(&x, d, m);
-        let blk = Block {
-            x: &b,
-            width: wd,
-            dp,
-            y: &y,
-            index: 0,
-        };
+        let sample = Sample::new(d, m);
+        let (x, y, dp, blk) = (&sample.x, &sample.y, sample.dp, sample.block());
         let w = [0.4, -0.3, 0.2, 0.0, 0.1, -0.2];
         let c = 0.7;
         let p = d + 1;
@@ -858,18 +879,8 @@ mod tests {
     #[test]
     fn units_at_the_same_weights_equal_each_unit_alone() {
         let (d, m) = (5, 200);
-        let x: Vec<f32> = (0..m * d)
-            .map(|i| ((i * 7919) % 23) as f32 / 11.0 - 1.0)
-            .collect();
-        let y: Vec<f64> = (0..m).map(|i| ((i * 13) % 5 < 2) as u8 as f64).collect();
-        let (b, dp, wd) = block_of(&x, d, m);
-        let blk = Block {
-            x: &b,
-            width: wd,
-            dp,
-            y: &y,
-            index: 0,
-        };
+        let sample = Sample::new(d, m);
+        let (dp, blk) = (sample.dp, sample.block());
         let (w0, w1) = ([0.1, -0.3, 0.2, 0.0, 0.1, -0.2], [0.0; 6]);
         // Units 0, 2 and 3 share weights, unit 1 differs; `out` starts non-zero.
         let units = [
