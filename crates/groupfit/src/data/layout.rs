@@ -440,6 +440,9 @@ fn column_pass<T: Copy + Into<f64>>(
         }
     };
     let mut sq = vec![0.0f64; g_total];
+    // The global sum lives in a local: added to through `sq[ng]`, every row
+    // would wait on the previous row's store.
+    let mut sq_global = 0.0f64;
     for (k, &r) in input.rows.iter().enumerate() {
         let x = value(r);
         let g = input.group_of[k] as usize;
@@ -447,8 +450,11 @@ fn column_pass<T: Copy + Into<f64>>(
         sq[g] += dv * dv;
         if input.with_global {
             let dg = x - impute;
-            sq[ng] += dg * dg;
+            sq_global += dg * dg;
         }
+    }
+    if input.with_global {
+        sq[ng] = sq_global;
     }
     let scale: Vec<f64> = (0..g_total)
         .map(|g| std_or_one(sq[g], group_rows[g], mean[g]))
@@ -485,13 +491,16 @@ fn gather_column<T: Copy + Into<f64>>(
         }
     };
     // Gather in layout order: one (random) read of the source per row, then
-    // sequential writes into the group's block and, if present, the global copy.
-    let global_slot = |p: usize| -> usize {
-        let b = shape.first_block[ng] + p / BLOCK;
-        let off = shape.block_off[b];
-        off + j * ((shape.block_off[b + 1] - off) / shape.dp) + p % BLOCK
-    };
+    // sequential writes into the group's block and, if present, the global
+    // copy, whose rows are in the same order (its block is tracked as the
+    // rows go, without a division per row).
     let inv_global = if input.with_global { inv[ng] } else { 0.0 };
+    let global_row_start = |b: usize| -> usize {
+        let off = shape.block_off[b];
+        off + j * ((shape.block_off[b + 1] - off) / shape.dp)
+    };
+    // Before the first row: "one block before" the global copy's first, full.
+    let (mut gb, mut glane, mut grow) = (shape.first_block[ng].wrapping_sub(1), BLOCK, 0);
     for g in 0..ng {
         let (mg, ig) = (mean[g], inv[g]);
         let (b0, b1) = (shape.first_block[g], shape.first_block[g + 1]);
@@ -507,9 +516,13 @@ fn gather_column<T: Copy + Into<f64>>(
                 // and written by no other thread (threads own features).
                 unsafe { *out.0.add(off + j * width + i) = ((raw - mg) * ig) as f32 };
                 if input.with_global {
-                    unsafe {
-                        *out.0.add(global_slot(p0 + i)) = ((raw - impute) * inv_global) as f32
-                    };
+                    if glane == BLOCK {
+                        gb = gb.wrapping_add(1);
+                        glane = 0;
+                        grow = global_row_start(gb);
+                    }
+                    unsafe { *out.0.add(grow + glane) = ((raw - impute) * inv_global) as f32 };
+                    glane += 1;
                 }
             }
         }
@@ -580,6 +593,45 @@ mod tests {
         assert!((m.mean(2)[0] - 3.25).abs() < 1e-12);
         // the global copy keeps the group-sorted order: its first row is row 1 (4.0)
         assert!((m.row(2, 5)[0] as f64 - (4.0 - 3.25) / m.scale(2)[0]).abs() < 1e-6);
+    }
+
+    #[test]
+    fn global_copy_spans_blocks_in_group_sorted_order() {
+        // 3 groups, 700 rows (the global copy holds 3 blocks), 2 features.
+        let n = 700usize;
+        let gid: Vec<u32> = (0..n).map(|i| ((i * 7) % 3) as u32).collect();
+        let cols: Vec<Column> = (0..2)
+            .map(|j| Column::Owned((0..n).map(|i| ((i * 31 + j * 17) % 97) as f64).collect()))
+            .collect();
+        let y = vec![0.0; n];
+        let rows: Vec<u32> = (0..n as u32).collect();
+        let m = GroupedMatrix::build(LayoutInput {
+            columns: &cols,
+            target: &y,
+            rows: &rows,
+            group_of: &gid,
+            n_groups: 3,
+            with_global: true,
+            threads: 2,
+        })
+        .unwrap();
+        let gid_ref = &gid;
+        let sorted: Vec<usize> = (0..3u32)
+            .flat_map(|g| (0..n).filter(move |&i| gid_ref[i] == g))
+            .collect();
+        for j in 0..2 {
+            let vals: Vec<f64> = (0..n).map(|i| ((i * 31 + j * 17) % 97) as f64).collect();
+            let mean = vals.iter().sum::<f64>() / n as f64;
+            let sd = (vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
+            assert!((m.mean(3)[j] - mean).abs() < 1e-9 && (m.scale(3)[j] - sd).abs() < 1e-9);
+            for (k, &i) in sorted.iter().enumerate() {
+                let got = m.row(3, n + k)[j] as f64;
+                assert!(
+                    (got - (vals[i] - mean) / sd).abs() < 1e-5,
+                    "feature {j}, global row {k}"
+                );
+            }
+        }
     }
 
     #[test]
