@@ -204,7 +204,17 @@ pub fn cost_model<F: PassFamily>(
     let (mut row_unit_ns, mut shard_us, mut apply_unit_us) = (1.0, 1.0, 1.0);
     if let Some(g) = pick {
         let units = groups[g].read().unwrap();
-        let active = active_units(family, &units);
+        let real = active_units(family, &units);
+        // Time the family's pilot copies when it gives them (a state typical
+        // of a pass), else the units themselves.
+        let copies: Option<Vec<(usize, F::Unit)>> = real
+            .iter()
+            .map(|(k, u)| family.pilot_unit(*k, u).map(|c| (*k, c)))
+            .collect();
+        let active: Vec<(usize, &F::Unit)> = match &copies {
+            Some(c) => c.iter().map(|(k, u)| (*k, u)).collect(),
+            None => real.clone(),
+        };
         let u = active.len();
         let mut scratch = family.scratch();
         let mut out = vec![0.0; u * len];
@@ -232,7 +242,7 @@ pub fn cost_model<F: PassFamily>(
         }
         // Time an update on a copy of a unit, with the statistics just gathered.
         if let Some((k, unit)) = active.first() {
-            if let Some(mut copy) = family.pilot_unit(unit) {
+            if let Some(mut copy) = family.pilot_unit(*k, unit) {
                 let mut stats = out[..len].to_vec();
                 let t = Instant::now();
                 family.apply(g, *k, &mut copy, &mut stats, &mut scratch);

@@ -57,10 +57,12 @@ pub trait PassFamily: Sync {
     fn unit_bytes(&self) -> usize {
         std::mem::size_of::<Self::Unit>() + 8 * self.stats_len()
     }
-    /// A copy of `unit` that the planner's pilot run may update to time
-    /// [`PassFamily::apply`]; `None` (the default) prices updates from
-    /// `stats_len` instead.
-    fn pilot_unit(&self, _unit: &Self::Unit) -> Option<Self::Unit> {
+    /// A copy of `unit` (config `k` of its group) for the planner's pilot
+    /// run, in a state typical of a pass: the pilot times
+    /// [`PassFamily::accumulate`] on these copies and updates one with
+    /// [`PassFamily::apply`]. `None` (the default) times `accumulate` on the
+    /// units themselves and prices updates from `stats_len`.
+    fn pilot_unit(&self, _k: usize, _unit: &Self::Unit) -> Option<Self::Unit> {
         None
     }
     /// Updates `unit` from its statistics over all of the group's rows.

@@ -62,8 +62,16 @@ impl PassFamily for LinearPass<'_> {
         std::mem::size_of::<UnitState>() + 3 * 8 * (self.matrix.d() + 1)
     }
 
-    fn pilot_unit(&self, unit: &UnitState) -> Option<UnitState> {
-        Some(unit.clone())
+    fn pilot_unit(&self, k: usize, unit: &UnitState) -> Option<UnitState> {
+        // Units of one group start at the same weights, where the kernel
+        // computes their statistics once (see `kernel::accumulate_blocks`);
+        // later passes see distinct weights, so the pilot copies get them.
+        let mut copy = unit.clone();
+        let d = copy.w.len() - 1;
+        for w in &mut copy.w[..d] {
+            *w += 1e-3 * (k + 1) as f64;
+        }
+        Some(copy)
     }
 
     fn accumulate(
