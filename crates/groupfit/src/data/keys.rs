@@ -7,7 +7,6 @@
 //! own group, shown as `null`.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef};
@@ -87,14 +86,16 @@ impl GroupEncoder {
             local.push(self.values[c].insert(part.as_deref()));
         }
         let next = self.keys.len() as u32;
-        if self.n_cols == 1 {
+        let id = if self.n_cols == 1 {
+            // Column-local ids are dense and given in order of first appearance.
             let l = local[0] as usize;
-            if l < self.single.len() {
-                return self.single[l];
+            if l == self.single.len() {
+                self.single.push(next);
             }
-            self.single.push(next);
-        }
-        let id = *self.tuples.entry(local).or_insert(next);
+            self.single[l]
+        } else {
+            *self.tuples.entry(local).or_insert(next)
+        };
         if id == next {
             self.keys.push(key);
         }
@@ -203,65 +204,9 @@ impl ColumnDict {
     }
 }
 
-/// A hash map with a fast non-cryptographic hash: keys come from the user's
-/// own data, and encoding hashes every row's key.
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
-
-/// The multiply-rotate hash of rustc's `FxHasher`, fed eight bytes at a time.
-#[derive(Default, Clone, Copy)]
-struct FxHasher {
-    hash: u64,
-}
-
-impl FxHasher {
-    const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(Self::SEED);
-    }
-}
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut buf = [0u8; 8];
-            buf[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(buf));
-        }
-    }
-
-    #[inline]
-    fn write_u8(&mut self, v: u8) {
-        self.add(u64::from(v));
-    }
-
-    #[inline]
-    fn write_u32(&mut self, v: u32) {
-        self.add(u64::from(v));
-    }
-
-    #[inline]
-    fn write_u64(&mut self, v: u64) {
-        self.add(v);
-    }
-
-    #[inline]
-    fn write_usize(&mut self, v: usize) {
-        self.add(v as u64);
-    }
-
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.hash
-    }
-}
+/// A hash map with a fast non-cryptographic hash (`ahash`, which Arrow
+/// already builds): encoding hashes every row's key.
+type FastMap<K, V> = HashMap<K, V, ahash::RandomState>;
 
 /// Key columns rendered as strings.
 fn as_strings(columns: &[ArrayRef]) -> Result<Vec<ArrayRef>> {

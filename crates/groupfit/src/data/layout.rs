@@ -492,15 +492,10 @@ fn gather_column<T: Copy + Into<f64>>(
     };
     // Gather in layout order: one (random) read of the source per row, then
     // sequential writes into the group's block and, if present, the global
-    // copy, whose rows are in the same order (its block is tracked as the
-    // rows go, without a division per row).
+    // copy, whose rows are in the same order: row `p` of the layout is row `p`
+    // of the global copy (its block's feature row is found once per block).
     let inv_global = if input.with_global { inv[ng] } else { 0.0 };
-    let global_row_start = |b: usize| -> usize {
-        let off = shape.block_off[b];
-        off + j * ((shape.block_off[b + 1] - off) / shape.dp)
-    };
-    // Before the first row: "one block before" the global copy's first, full.
-    let (mut gb, mut glane, mut grow) = (shape.first_block[ng].wrapping_sub(1), BLOCK, 0);
+    let mut global_row = 0;
     for g in 0..ng {
         let (mg, ig) = (mean[g], inv[g]);
         let (b0, b1) = (shape.first_block[g], shape.first_block[g + 1]);
@@ -516,13 +511,15 @@ fn gather_column<T: Copy + Into<f64>>(
                 // and written by no other thread (threads own features).
                 unsafe { *out.0.add(off + j * width + i) = ((raw - mg) * ig) as f32 };
                 if input.with_global {
-                    if glane == BLOCK {
-                        gb = gb.wrapping_add(1);
-                        glane = 0;
-                        grow = global_row_start(gb);
+                    let p = p0 + i;
+                    if p % BLOCK == 0 {
+                        let gb = shape.first_block[ng] + p / BLOCK;
+                        let off = shape.block_off[gb];
+                        global_row = off + j * ((shape.block_off[gb + 1] - off) / shape.dp);
                     }
-                    unsafe { *out.0.add(grow + glane) = ((raw - impute) * inv_global) as f32 };
-                    glane += 1;
+                    unsafe {
+                        *out.0.add(global_row + p % BLOCK) = ((raw - impute) * inv_global) as f32
+                    };
                 }
             }
         }

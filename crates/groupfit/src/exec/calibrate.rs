@@ -213,7 +213,7 @@ pub fn cost_model<F: PassFamily>(
             .collect();
         let active: Vec<(usize, &F::Unit)> = match &copies {
             Some(c) => c.iter().map(|(k, u)| (*k, u)).collect(),
-            None => real.clone(),
+            None => real.iter().copied().collect(),
         };
         let u = active.len();
         let mut scratch = family.scratch();
@@ -241,7 +241,7 @@ pub fn cost_model<F: PassFamily>(
             shard_us = 0.0;
         }
         // Time an update on a copy of a unit, with the statistics just gathered.
-        if let Some((k, unit)) = active.first() {
+        if let Some((k, unit)) = real.first() {
             if let Some(mut copy) = family.pilot_unit(*k, unit) {
                 let mut stats = out[..len].to_vec();
                 let t = Instant::now();

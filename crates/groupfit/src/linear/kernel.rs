@@ -164,12 +164,12 @@ fn accumulate_impl<'a>(
         let first = (0..u).find(|&v| s.same_as[v] == v && units[v].w == unit.w);
         s.same_as.push(first.unwrap_or(u));
     }
+    // Units that others copy keep their statistics from before this call:
+    // the copies take only this call's contribution.
     s.before.clear();
     for u in 0..units.len() {
-        let src = s.same_as[u];
-        // The first copy of `src` saves its statistics as they were.
-        if src != u && s.same_as[src + 1..u].iter().all(|&v| v != src) {
-            s.before.extend_from_slice(&out[src * len..(src + 1) * len]);
+        if is_copied(&s.same_as, u) {
+            s.before.extend_from_slice(&out[u * len..(u + 1) * len]);
         }
     }
     for blk in blocks {
@@ -278,15 +278,10 @@ fn accumulate_impl<'a>(
     }
     // Copies: this call's contribution of the unit copied, scaled by C (the
     // Hessian's row count, last, is not scaled).
-    let mut slot = 0;
-    for u in 0..units.len() {
-        let src = s.same_as[u];
-        if src == u || s.same_as[src + 1..u].iter().any(|&v| v == src) {
-            continue;
-        }
+    let sources = (0..units.len()).filter(|&u| is_copied(&s.same_as, u));
+    for (slot, src) in sources.enumerate() {
         let before = &s.before[slot * len..(slot + 1) * len];
-        slot += 1;
-        for v in u..units.len() {
+        for v in src + 1..units.len() {
             if s.same_as[v] != src {
                 continue;
             }
@@ -300,6 +295,12 @@ fn accumulate_impl<'a>(
             to[len - 1] += from[len - 1] - before[len - 1];
         }
     }
+}
+
+/// Whether a later unit copies unit `u`'s statistics (`same_as[v] == u`).
+#[inline(always)]
+fn is_copied(same_as: &[usize], u: usize) -> bool {
+    same_as[u + 1..].contains(&u)
 }
 
 /// `z_i = w . x_i + b` in `f64` for the `wd` slots of a block.

@@ -58,7 +58,7 @@ impl Scratch {
         let p = d + 1;
         Scratch {
             block: BlockScratch::new(dp),
-            chol: vec![0.0; p * p.next_multiple_of(8)],
+            chol: vec![0.0; p * padded(p)],
         }
     }
 }
@@ -321,7 +321,7 @@ fn newton_direction_impl(h: &[f64], g: &[f64], x: &mut [f64], u: &mut [f64]) {
         .map(|j| h[j * p + j])
         .fold(0.0f64, f64::max)
         .max(1e-300);
-    let pp = p.next_multiple_of(8);
+    let pp = padded(p);
     let mut ridge = 0.0;
     for _ in 0..12 {
         if cholesky_upper(h, ridge, p, pp, u) {
@@ -357,10 +357,18 @@ fn newton_direction_impl(h: &[f64], g: &[f64], x: &mut [f64], u: &mut [f64]) {
     }
 }
 
+/// Values per chunk of a Cholesky row (one AVX-512 register of `f64`).
+const CHUNK: usize = 8;
+
+/// Row length of the Cholesky factor of a `p x p` matrix: `p` padded to whole chunks.
+fn padded(p: usize) -> usize {
+    p.next_multiple_of(CHUNK)
+}
+
 /// Upper Cholesky factor `U` (`U^T U = h + ridge * I`) into `u`, row-major
-/// with rows padded to `pp` (a multiple of 8) values; false if not positive
+/// with rows padded to `pp` (whole [`CHUNK`]s) values; false if not positive
 /// definite. Right-looking: each step scales one row and updates the trailing
-/// rows. Every update runs over whole 8-value chunks from the chunk holding
+/// rows. Every update runs over whole chunks from the chunk holding
 /// the diagonal: the values left of the diagonal (the lower triangle) are
 /// scratch that nothing reads, and the padding stays zero, so the inner loop
 /// has no remainder and vectorises fully even for small matrices.
@@ -386,7 +394,7 @@ fn cholesky_upper(h: &[f64], ridge: f64, p: usize, pp: usize, u: &mut [f64]) -> 
         // Trailing update: A[i][j] -= U[k][i] * U[k][j] for k < i <= j.
         for i in k + 1..p {
             let f = row[i];
-            let i0 = i & !7;
+            let i0 = i / CHUNK * CHUNK;
             let target = &mut tail[(i - k - 1) * pp + i0..(i - k) * pp];
             for (t, &v) in target.iter_mut().zip(&row[i0..]) {
                 *t -= f * v;
@@ -559,7 +567,7 @@ mod tests {
             }
             let g: Vec<f64> = (0..p).map(|j| (j as f64 * 0.37).sin()).collect();
             let mut x = vec![0.0; p];
-            let mut l = vec![0.0; p * p.next_multiple_of(8)];
+            let mut l = vec![0.0; p * padded(p)];
             newton_direction(&h, &g, &mut x, &mut l);
             for j in 0..p {
                 let hx: f64 = (0..p).map(|k| h[j * p + k] * x[k]).sum();
