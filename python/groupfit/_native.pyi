@@ -1,7 +1,7 @@
 """Type stubs of the compiled extension ``groupfit._native`` (crates/groupfit-py)."""
 
 from os import PathLike
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, List, Optional, Union
 
 import pyarrow as pa
 
@@ -62,6 +62,10 @@ class Bundle:
 
 class WorkerSession:
     def __init__(self, spec: str, data: pa.RecordBatch) -> None: ...
+    @staticmethod
+    def from_parquet(
+        spec: str, path: str, target: str, features: List[str], rows: bytes, threads: int = 1
+    ) -> WorkerSession: ...
     def moments(self) -> bytes: ...
     def deviations(self, means: bytes) -> bytes: ...
     def prepare(self, standardisation: bytes) -> None: ...

@@ -44,3 +44,10 @@ __all__ = [
     "FileError",
     "RunnerError",
 ]
+
+# The classes are defined by the extension module; naming this module as
+# theirs lets pickle find them (an engine error raised in a Ray actor or a
+# joblib worker arrives as the same class).
+for _name in __all__:
+    globals()[_name].__module__ = __name__
+del _name

@@ -9,7 +9,10 @@ large groups and the global model's rows cut into one block-aligned piece per
 worker). The driver:
 
 1. starts one actor per shard (``num_cpus=cpus_per_worker``, spread over the
-   cluster's nodes) and puts its shard (Arrow) in the object store;
+   cluster's nodes) and gives it its shard: for a Parquet input, the file and
+   the row numbers, and the actor reads its rows itself (every node must see
+   the file at that path: a shared file system); for in-memory input, the
+   rows as Arrow through the object store;
 2. runs the two reductions of group statistics (counts and sums, then squared
    deviations), so every shard is standardised with its group's global
    statistics, and has every actor build its layout;
@@ -20,8 +23,8 @@ worker). The driver:
    units;
 4. collects the models.
 
-A dead actor is replaced: the new actor reloads the shard from the object
-store, rebuilds its layout, restores the snapshot of the last completed pass
+A dead actor is replaced: the new actor reloads the shard (from the file or
+the object store), rebuilds its layout, restores the snapshot of the last completed pass
 and redoes the pass. An actor that fails more than ``max_restarts`` times
 fails the run with :class:`groupfit.exceptions.RunnerError`.
 """
@@ -37,7 +40,7 @@ from ray.exceptions import RayActorError
 
 from groupfit import _native
 from groupfit._model import GroupedModel
-from groupfit.exceptions import RunnerError
+from groupfit.exceptions import GroupfitError, RunnerError
 
 
 @ray.remote
@@ -48,9 +51,23 @@ class ShardWorker:
         self.session = None
         self.busy = 0.0
 
-    def load(self, spec: str, shard: Any) -> None:
-        """Takes the shard (Arrow, from the object store) and its spec."""
-        self.session = self._timed(_native.WorkerSession, spec, shard)
+    def load(self, spec: str, shard: Any, threads: int = 1) -> None:
+        """Takes the shard and its spec: the rows as Arrow (from the object
+        store), or, for a Parquet input, where to read them (``path``, the
+        ``target`` and ``features`` columns, file ``rows``): the actor reads
+        its own rows, and the driver never holds the training features."""
+        if isinstance(shard, dict):
+            self.session = self._timed(
+                _native.WorkerSession.from_parquet,
+                spec,
+                shard["path"],
+                shard["target"],
+                shard["features"],
+                shard["rows"],
+                threads,
+            )
+        else:
+            self.session = self._timed(_native.WorkerSession, spec, shard)
 
     def _timed(self, f: Callable, *args):
         t = time.perf_counter()
@@ -98,7 +115,7 @@ class _Driver:
 
     def _start(self, i: int):
         a = self.actors[i] if i < len(self.actors) and self.actors[i] is not None else self._new_actor()
-        self.loads[i] = a.load.remote(self.specs[i], self.refs[i])
+        self.loads[i] = a.load.remote(self.specs[i], self.refs[i], max(1, int(self.runner.cpus_per_worker)))
         return a
 
     def close(self) -> None:
@@ -141,10 +158,23 @@ class _Driver:
 
     def __call__(self, shards: list) -> dict:
         self.specs = [s for s, _ in shards]
+        # Parquet input: actors read their own rows (see ShardWorker.load).
+        self.info["shards_from"] = "parquet" if all(isinstance(b, dict) for _, b in shards) else "arrow"
+        self.info["shard_bytes_sent"] = sum(
+            len(b["rows"]) if isinstance(b, dict) else b.nbytes for _, b in shards
+        )
         self.refs = [ray.put(b) for _, b in shards]
         del shards
         try:
             return self._run()
+        except ray.exceptions.RayTaskError as e:
+            # An engine error inside an actor (an infinite value in its rows,
+            # an unreadable file): raise it as the engine's own exception,
+            # with its one-line message.
+            cause = getattr(e, "cause", None)
+            if isinstance(cause, GroupfitError):
+                raise cause from None
+            raise
         finally:
             self.close()
             self.refs = []

@@ -184,6 +184,12 @@ def test_table_errors(tmp_path):
     with pytest.raises(gfe.EmptyInputError):
         gf.fit(pa.table(base).slice(0, 0), by="g", target="y")
     assert issubclass(gfe.DataError, gfe.GroupfitError)
+    # an engine error pickles as its own class (it crosses process
+    # boundaries: Ray actors, joblib workers)
+    with pytest.raises(gfe.InfiniteValueError) as e:
+        gf.fit(pa.table({**base, "f0": np.where(np.arange(n) == 3, -np.inf, base["f0"])}), by="g", target="y")
+    again = pickle.loads(pickle.dumps(e.value))
+    assert type(again) is gfe.InfiniteValueError and str(again) == str(e.value)
     (tmp_path / "bad.gfm").write_bytes(b"GROUPFIT garbage")
     with pytest.raises(gfe.ModelFileError, match="corrupt or truncated"):
         gf.load(tmp_path / "bad.gfm")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 ray = pytest.importorskip("ray")
@@ -111,3 +112,41 @@ def test_repeated_fault_fails_clearly(cluster):
     runner = gf.RayRunner(workers=2, max_restarts=1, fault_hook=kill_always)
     with pytest.raises(gfe.RunnerError, match=r"Ray worker 1 failed 2 times \(max_restarts=1\)"):
         gf.fit(train, by="g", target="y", valid=valid, runner=runner)
+
+
+def test_actors_read_their_own_parquet_rows(cluster, tmp_path):
+    # A Parquet input: the driver reads the keys and the target, each actor
+    # reads its rows' features from the file; the models are the native ones.
+    train, valid = data("binary", 71)
+    tp, vp = str(tmp_path / "train.parquet"), str(tmp_path / "valid.parquet")
+    pq.write_table(train, tp, row_group_size=5000)
+    pq.write_table(valid, vp)
+    kw = dict(by="g", target="y", params={"C": [0.1, 10.0]}, min_rows=10)
+    native = gf.fit(tp, valid=vp, **kw)
+    remote = gf.fit(tp, valid=vp, runner=gf.RayRunner(workers=2), **kw)
+    assert_same(native, remote, valid)
+    info = remote.runner_info
+    assert info["shards_from"] == "parquet"
+    # what went to the actors is row numbers (4 bytes a row), not the rows
+    assert info["shard_bytes_sent"] == 4 * sum(info["shard_rows"])
+    # held-out validation rows of the same file: the driver reads only their features
+    native = gf.fit(tp, valid=0.25, **kw)
+    remote = gf.fit(tp, valid=0.25, runner=gf.RayRunner(workers=2), **kw)
+    assert_same(native, remote, valid)
+    # in-memory input still ships Arrow shards
+    assert gf.fit(train, valid=valid, runner=gf.RayRunner(workers=2), **kw).runner_info["shards_from"] == "arrow"
+
+
+def test_infinite_value_read_by_an_actor_names_the_file_row(cluster, tmp_path):
+    train, valid = data("regression", 81)
+    f1 = train.column("f1").to_numpy().copy()
+    f1[1234] = np.inf
+    train = train.set_column(train.schema.get_field_index("f1"), "f1", pa.array(f1))
+    tp, vp = str(tmp_path / "train.parquet"), str(tmp_path / "valid.parquet")
+    pq.write_table(train, tp)
+    pq.write_table(valid, vp)
+    out = tmp_path / "m.gfm"
+    with pytest.raises(gfe.InfiniteValueError) as e:
+        gf.fit(tp, by="g", target="y", valid=vp, runner=gf.RayRunner(workers=2)).save(str(out))
+    assert str(e.value) == f"column 'f1' in '{tp}' has an infinite value at row 1234"
+    assert not out.exists()

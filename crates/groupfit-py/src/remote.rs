@@ -82,6 +82,68 @@ impl WorkerSession {
         })
     }
 
+    /// A session over the shard `spec` (JSON) whose rows are file rows
+    /// `rows` (little-endian `u32` bytes, in shard order) of the Parquet file
+    /// `path`: the actor reads the target and the features itself, so the
+    /// driver never holds them. An infinite feature value is an error naming
+    /// the column, the file and the file row.
+    #[staticmethod]
+    #[pyo3(signature = (spec, path, target, features, rows, threads=1))]
+    fn from_parquet(
+        py: Python<'_>,
+        spec: &str,
+        path: std::path::PathBuf,
+        target: String,
+        features: Vec<String>,
+        rows: &[u8],
+        threads: usize,
+    ) -> PyResult<Self> {
+        let spec = spec_from_json(spec)?;
+        if rows.len() % 4 != 0 {
+            return Err(RunnerError::new_err(
+                "remote worker protocol: row list is not a whole number of u32 values",
+            ));
+        }
+        let rows: Vec<u32> = rows
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        if features.len() != spec.d {
+            return Err(RunnerError::new_err(format!(
+                "remote worker protocol: {} feature names, expected {}",
+                features.len(),
+                spec.d
+            )));
+        }
+        let inner = py
+            .detach(|| -> Result<Session> {
+                let mut names = vec![target.clone()];
+                names.extend(features.iter().cloned());
+                let batch =
+                    groupfit::data::read_parquet_rows(&path, &names, &rows, threads.max(1))?;
+                let y = Column::from_array(batch.column(0), &target, &path, false)?;
+                let y: Vec<f64> = (0..y.len()).map(|i| y.get(i)).collect();
+                let cols = features
+                    .iter()
+                    .enumerate()
+                    .map(|(j, f)| Column::from_array(batch.column(1 + j), f, &path, true))
+                    .collect::<Result<Vec<_>>>()
+                    .map_err(|e| match e {
+                        GroupfitError::InfiniteValue { column, path, row } => {
+                            GroupfitError::InfiniteValue {
+                                column,
+                                path,
+                                row: rows[row] as usize,
+                            }
+                        }
+                        e => e,
+                    })?;
+                Session::new(spec, cols, y)
+            })
+            .map_err(to_py)?;
+        Ok(WorkerSession { inner })
+    }
+
     /// First round of group statistics (bytes).
     fn moments<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let v = py.detach(|| self.inner.moments()).map_err(to_py)?;
@@ -207,7 +269,11 @@ impl Coordinator {
 /// The linear family fitted by a Python driver on remote workers.
 pub struct RemoteFamily {
     /// `driver(shards) -> dict(models=[bytes], standardisation=bytes, passes=int, passes_s=float)`
-    /// where `shards` is a list of `(spec_json, pyarrow.RecordBatch)`.
+    /// where `shards` is a list of `(spec_json, shard)`: `shard` is a
+    /// `pyarrow.RecordBatch` (target, then features) when the training data
+    /// is in memory, and a dict `{path, target, features, rows}` (rows: file
+    /// row numbers as little-endian `u32` bytes) when it is a Parquet file,
+    /// which the actor reads itself (`WorkerSession.from_parquet`).
     pub driver: Py<PyAny>,
     /// Workers.
     pub workers: usize,
@@ -221,6 +287,14 @@ impl RemoteFamily {
         *self.error.lock().unwrap() = Some(e);
         GroupfitError::arg(msg)
     }
+}
+
+/// What an actor gets of its shard: the rows themselves, or where to read them.
+enum Shard<'a> {
+    /// Target, then features.
+    Batch(RecordBatch),
+    /// File rows of the training file, in shard order.
+    File(groupfit::family::FeatureSource<'a>, Vec<u32>),
 }
 
 /// The rows `rows` of `col`, as an Arrow array of the column's own type.
@@ -244,6 +318,10 @@ impl Family for RemoteFamily {
         linear_configs(configs).map(|_| ())
     }
 
+    fn features_from_file(&self) -> bool {
+        true
+    }
+
     fn fit(
         &self,
         data: &TrainData<'_>,
@@ -251,7 +329,7 @@ impl Family for RemoteFamily {
         _on: &mut dyn FnMut(PassProgress),
     ) -> Result<FamilyFit> {
         let configs = linear_configs(configs)?;
-        let d = data.columns.len();
+        let d = data.source.map_or(data.columns.len(), |s| s.features.len());
         let ng = data.n_groups;
         let (order, start) = remote::group_sorted(data.rows, data.group_of, ng);
         let mut group_rows: Vec<usize> = (0..ng).map(|g| start[g + 1] - start[g]).collect();
@@ -267,6 +345,11 @@ impl Family for RemoteFamily {
                 pieces,
             };
             let rows = remote::shard_rows(&spec.pieces, &order, &start);
+            let json = serde_json::to_string(&spec).expect("spec serialises");
+            if let Some(src) = data.source {
+                shards.push((spec, json, Shard::File(src, rows)));
+                continue;
+            }
             let mut fields = vec![Field::new("y", DataType::Float64, false)];
             let mut cols: Vec<ArrayRef> = vec![Arc::new(Float64Array::from_iter_values(
                 rows.iter().map(|&r| data.target[r as usize]),
@@ -278,13 +361,24 @@ impl Family for RemoteFamily {
             }
             let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
                 .map_err(|e| GroupfitError::arg(format!("cannot assemble a shard: {e}")))?;
-            let json = serde_json::to_string(&spec).expect("spec serialises");
-            shards.push((spec, json, batch));
+            shards.push((spec, json, Shard::Batch(batch)));
         }
         let result = Python::attach(|py| -> PyResult<(Vec<Vec<u8>>, Vec<u8>, usize, f64)> {
             let list = PyList::empty(py);
-            for (_, json, batch) in &shards {
-                list.append((json.as_str(), batch.to_pyarrow(py)?))?;
+            for (_, json, shard) in &shards {
+                let item = match shard {
+                    Shard::Batch(batch) => batch.to_pyarrow(py)?,
+                    Shard::File(src, rows) => {
+                        let d = PyDict::new(py);
+                        d.set_item("path", src.path)?;
+                        d.set_item("target", src.target)?;
+                        d.set_item("features", src.features)?;
+                        let bytes: Vec<u8> = rows.iter().flat_map(|r| r.to_le_bytes()).collect();
+                        d.set_item("rows", PyBytes::new(py, &bytes))?;
+                        d.into_any()
+                    }
+                };
+                list.append((json.as_str(), item))?;
             }
             let out = self.driver.bind(py).call1((list,))?;
             let out = out.cast::<PyDict>()?;

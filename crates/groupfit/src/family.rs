@@ -51,13 +51,29 @@ pub struct ValidData<'a> {
     pub gid: &'a [Option<u32>],
 }
 
+/// Where a family that reads the training features itself finds them (see
+/// [`Family::features_from_file`]).
+#[derive(Debug, Clone, Copy)]
+pub struct FeatureSource<'a> {
+    /// The training file; [`TrainData::rows`] are its row numbers.
+    pub path: &'a std::path::Path,
+    /// The target column's name.
+    pub target: &'a str,
+    /// The feature columns' names, in feature order.
+    pub features: &'a [String],
+}
+
 /// The prepared training data a family fits.
 #[derive(Debug, Clone, Copy)]
 pub struct TrainData<'a> {
     /// Binary or regression.
     pub task: Task,
-    /// Raw feature columns over all rows of the training input (NaN = missing).
+    /// Raw feature columns over all rows of the training input (NaN = missing);
+    /// empty when the family reads them itself from [`TrainData::source`].
     pub columns: &'a [Column],
+    /// Set when the features were not read (the family asked for it and the
+    /// training input is a file): where to read them.
+    pub source: Option<FeatureSource<'a>>,
     /// Target over all rows of the training input.
     pub target: &'a [f64],
     /// Training rows (indices into `columns`/`target`), target never NaN.
@@ -113,6 +129,14 @@ pub trait Family {
     fn name(&self) -> &'static str;
     /// Checks the grid's parameters (before any data is read).
     fn check(&self, configs: &[ConfigEntry]) -> Result<()>;
+    /// Whether the family reads the training rows' features itself, from
+    /// [`TrainData::source`], when the training input is a Parquet file: the
+    /// caller then reads only the keys and the target of that file (and the
+    /// features of held-out validation rows). The Ray runner's actors do this,
+    /// so the driver never holds the training features.
+    fn features_from_file(&self) -> bool {
+        false
+    }
     /// Fits every (group, config) unit with `data.fit[g]` set.
     fn fit(
         &self,

@@ -17,11 +17,11 @@ use serde::{Deserialize, Serialize};
 use crate::data::keys::{display_key, GroupEncoder, GroupKey};
 use crate::data::{
     default_features, is_numeric, missing_column, numeric_column, parquet_schema, read_parquet,
-    row_uniform, Column, Task,
+    read_parquet_rows, row_uniform, Column, Task,
 };
 use crate::error::{GroupfitError, Result};
 use crate::exec::PassProgress;
-use crate::family::{family, Family, FamilyFit, TrainData, UnitFit, ValidData};
+use crate::family::{family, Family, FamilyFit, FeatureSource, TrainData, UnitFit, ValidData};
 use crate::metrics;
 use crate::plan::Strategy;
 use crate::store::{
@@ -365,6 +365,7 @@ pub fn train_table_with(
         points,
         features,
         (&batch, path),
+        true,
         vbatch.as_ref().map(|b| (b, vlabel.as_path())),
         t0,
         Mode::Train,
@@ -562,7 +563,10 @@ pub fn explain(spec: &TrainSpec) -> Result<ExplainOutput> {
 struct Inputs {
     points: Vec<ConfigEntry>,
     features: Vec<String>,
+    /// Keys, target and (unless the family reads them itself) features.
     batch: RecordBatch,
+    /// Whether `batch` holds the features.
+    features_read: bool,
     valid: Option<RecordBatch>,
 }
 
@@ -581,6 +585,7 @@ impl Inputs {
             self.points,
             self.features,
             (&self.batch, spec.data.as_path()),
+            self.features_read,
             self.valid.as_ref().zip(spec.valid.as_deref()),
             t0,
             mode,
@@ -601,7 +606,13 @@ fn read_inputs(spec: &TrainSpec, family: &dyn Family, on: &mut dyn FnMut(Event))
     on(Event::Stage("reading"));
     let wanted = wanted_columns(spec, &features);
     let threads = resolve_threads(spec.threads);
-    let batch = read_parquet(path, &wanted, threads)?;
+    // A family that reads the features itself gets the keys and the target.
+    let features_read = !family.features_from_file();
+    let batch = if features_read {
+        read_parquet(path, &wanted, threads)?
+    } else {
+        read_parquet(path, &wanted[..spec.by.len() + 1], threads)?
+    };
     let valid = match &spec.valid {
         Some(vp) => Some(read_parquet(vp, &wanted, threads)?),
         None => None,
@@ -610,6 +621,7 @@ fn read_inputs(spec: &TrainSpec, family: &dyn Family, on: &mut dyn FnMut(Event))
         points,
         features,
         batch,
+        features_read,
         valid,
     })
 }
@@ -693,8 +705,37 @@ fn project(batch: &RecordBatch, wanted: &[String], path: &Path) -> Result<Record
         .map_err(|e| GroupfitError::arg(format!("cannot select columns: {e}")))
 }
 
+/// The feature columns of `batch` (from column `first` on), checked; with
+/// `rows`, batch row `i` is file row `rows[i]`, and an error names the file row.
+fn feature_columns(
+    batch: &RecordBatch,
+    first: usize,
+    features: &[String],
+    path: &Path,
+    rows: Option<&[u32]>,
+) -> Result<Vec<Column>> {
+    features
+        .iter()
+        .enumerate()
+        .map(|(j, f)| Column::from_array(batch.column(first + j), f, path, true))
+        .collect::<Result<_>>()
+        .map_err(|e| match (e, rows) {
+            (GroupfitError::InfiniteValue { column, path, row }, Some(rows)) => {
+                GroupfitError::InfiniteValue {
+                    column,
+                    path,
+                    row: rows[row] as usize,
+                }
+            }
+            (e, _) => e,
+        })
+}
+
 /// The shared body of [`train`] and [`train_table`]: `train` and `valid` hold
-/// the keys, the target and the features, in that order.
+/// the keys, the target and (`train` only if `features_read`) the features,
+/// in that order. Without `features_read`, the family reads the training
+/// features from `path` itself, and the held-out rows' features (no `valid`)
+/// are read here.
 #[allow(clippy::too_many_arguments)]
 fn fit_tables(
     spec: &TrainSpec,
@@ -702,6 +743,7 @@ fn fit_tables(
     points: Vec<ConfigEntry>,
     features: Vec<String>,
     (batch, path): (&RecordBatch, &Path),
+    features_read: bool,
     valid: Option<(&RecordBatch, &Path)>,
     t0: Instant,
     mode: Mode,
@@ -718,11 +760,11 @@ fn fit_tables(
         });
     }
     let target = numeric_column(batch.column(nk), &spec.target, path, true)?;
-    let cols: Vec<Column> = features
-        .iter()
-        .enumerate()
-        .map(|(j, f)| Column::from_array(batch.column(nk + 1 + j), f, path, true))
-        .collect::<Result<_>>()?;
+    let cols = if features_read {
+        feature_columns(batch, nk + 1, &features, path, None)?
+    } else {
+        Vec::new()
+    };
     stamp("numeric columns");
     let mut enc = GroupEncoder::new(nk);
     let gid_all = enc.encode(&batch.columns()[..nk])?;
@@ -835,11 +877,7 @@ fn fit_tables(
         if task == Task::Binary {
             check_binary(&valid_target, &spec.target, vp)?;
         }
-        valid_cols = features
-            .iter()
-            .enumerate()
-            .map(|(j, f)| Column::from_array(vb.column(nk + 1 + j), f, vp, true))
-            .collect::<Result<Vec<_>>>()?;
+        valid_cols = feature_columns(vb, nk + 1, &features, vp, None)?;
         let lookup = GroupEncoder::from_keys(&keys).lookup(&vb.columns()[..nk])?;
         let mut idx = Vec::new();
         let mut gid = Vec::new();
@@ -860,7 +898,16 @@ fn fit_tables(
                 (g != u32::MAX).then_some(g)
             })
             .collect();
-        (&cols[..], &target[..], held_out, gid)
+        if features_read {
+            (&cols[..], &target[..], held_out, gid)
+        } else {
+            // Only the held-out rows' features are read, in their order.
+            let held = read_parquet_rows(path, &features, &held_out, threads)?;
+            valid_cols = feature_columns(&held, 0, &features, path, Some(&held_out))?;
+            valid_target = held_out.iter().map(|&r| target[r as usize]).collect();
+            let idx = (0..held_out.len() as u32).collect();
+            (&valid_cols[..], &valid_target[..], idx, gid)
+        }
     };
     stamp("validation data");
     let load_s = t0.elapsed().as_secs_f64();
@@ -869,6 +916,11 @@ fn fit_tables(
     let data = TrainData {
         task,
         columns: &cols,
+        source: (!features_read).then_some(FeatureSource {
+            path,
+            target: &spec.target,
+            features: &features,
+        }),
         target: &target,
         rows: &train_rows,
         group_of: &train_gid,
@@ -1137,14 +1189,23 @@ fn select(
     };
     // Global model: chosen on all validation rows pooled.
     let global = &fitted[n_groups];
-    let chunk = 8192;
+    let chunk = 2048;
     let n_chunks = n.div_ceil(chunk);
+    // Chunk outside, configs inside: each chunk of rows is read from memory
+    // once (it stays in cache for the other configs), not once per config.
+    let per_chunk: Vec<Vec<Vec<f64>>> = par_map(n_chunks, threads, &|_| 1, &|c| {
+        let range = c * chunk..((c + 1) * chunk).min(n);
+        global
+            .iter()
+            .map(|u| predict(&u.model, range.clone()))
+            .collect()
+    });
     let global_pred: Vec<Vec<f64>> = (0..n_configs)
         .map(|k| {
-            par_map(n_chunks, threads, &|_| 1, &|c| {
-                predict(&global[k].model, c * chunk..((c + 1) * chunk).min(n))
-            })
-            .concat()
+            per_chunk
+                .iter()
+                .flat_map(|p| p[k].iter().copied())
+                .collect()
         })
         .collect();
     let global_by: Vec<f64> = (0..n_configs)
