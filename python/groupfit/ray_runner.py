@@ -23,6 +23,12 @@ worker). The driver:
    units;
 4. collects the models.
 
+Trees and networks (``model="gbdt"`` / ``"mlp"``) have no remote partial step:
+their groups are placed whole, largest first to the least-loaded actor (the
+global model, fitted on every row, is one such unit), and each actor fits its
+shard with the native engine (``fit_whole``); a dead actor's shard is fitted
+again by its replacement.
+
 A dead actor is replaced: the new actor reloads the shard (from the file or
 the object store), rebuilds its layout, restores the snapshot of the last completed pass
 and redoes the pass. An actor that fails more than ``max_restarts`` times
@@ -95,6 +101,10 @@ class ShardWorker:
 
     def models(self) -> bytes:
         return self.session.models()
+
+    def fit_whole(self, spec: str, train: Any, valid: Any, threads: int = 1) -> bytes:
+        """Fits a whole-group shard (trees, networks): no state is kept."""
+        return self._timed(_native.fit_whole, spec, train, valid, threads)
 
     def compute_seconds(self) -> float:
         return self.busy
@@ -179,6 +189,78 @@ class _Driver:
             self.close()
             self.refs = []
 
+    def fit_whole(self, shards: list) -> List[bytes]:
+        """Whole groups per actor (families without a remote partial step):
+        each actor fits its shard with the native engine. A dead actor is
+        replaced and its shard fitted again from the start."""
+        t0 = time.perf_counter()
+        n = len(shards)
+        specs = [s for s, _, _ in shards]
+        refs = [(ray.put(t), ray.put(v)) for _, t, v in shards]
+        rows = [t.num_rows for _, t, _ in shards]
+        del shards
+        self.restarts = [0] * n
+        self.passes = 0
+        self.prepared = False
+        threads = max(1, int(self.runner.cpus_per_worker))
+        spare = self.actors[n:]
+        self.actors = [self.actors[i] if i < len(self.actors) else self._new_actor() for i in range(n)]
+        for a in spare:
+            ray.kill(a)
+        hook = self.runner.fault_hook
+        if hook is not None:
+            hook(0, list(self.actors))
+
+        def call(i, a):
+            return a.fit_whole.remote(specs[i], refs[i][0], refs[i][1], threads)
+
+        def replace(i, error):
+            self.restarts[i] += 1
+            if self.restarts[i] > self.runner.max_restarts:
+                raise RunnerError(
+                    f"Ray worker {i} failed {self.restarts[i]} times "
+                    f"(max_restarts={self.runner.max_restarts}); last error: "
+                    f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+                ) from error
+            self.actors[i] = self._new_actor()
+            self.info.setdefault("restarts", []).append({"worker": i, "pass": 0})
+
+        pending = {i: call(i, self.actors[i]) for i in range(n)}
+        out: List[Any] = [None] * n
+        try:
+            while pending:
+                i, ref = next(iter(pending.items()))
+                try:
+                    out[i] = ray.get(ref)
+                    del pending[i]
+                except RayActorError as e:
+                    replace(i, e)
+                    pending[i] = call(i, self.actors[i])
+            compute = [ray.get(a.compute_seconds.remote()) for a in self.actors]
+        except ray.exceptions.RayTaskError as e:
+            cause = getattr(e, "cause", None)
+            if isinstance(cause, GroupfitError):
+                raise cause from None
+            raise
+        finally:
+            self.close()
+        wall = time.perf_counter() - t0
+        self.info.update(
+            runner="ray",
+            workers=n,
+            placement="whole groups",
+            passes_s=wall,
+            setup_s=0.0,
+            compute_s=max(compute),
+            compute_s_per_worker=compute,
+            comm_s=max(0.0, wall - max(compute)),
+            shard_rows=rows,
+            shared_groups=0,
+            shards_from="arrow",
+            restarts=self.info.get("restarts", []),
+        )
+        return out
+
     def _run(self) -> dict:
         t_start = time.perf_counter()
         n = len(self.specs)
@@ -247,8 +329,6 @@ class _Driver:
 
 def fit_on_ray(runner: Any, job: dict) -> GroupedModel:
     """Runs a training job with ``runner`` (a :class:`groupfit.runners.RayRunner`)."""
-    if job.get("model", "linear") != "linear":
-        raise ValueError(f"the Ray runner fits the linear family only (got model '{job['model']}')")
     if not ray.is_initialized():
         ray.init(address=runner.address, include_dashboard=False, log_to_driver=False)
     driver = _Driver(runner)

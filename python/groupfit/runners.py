@@ -48,9 +48,12 @@ class RayRunner(Runner):
     Small groups go whole to one actor, large groups (and the global model's
     pseudo-group) are sharded over all actors; each actor runs the engine's
     partial steps on its shard, and the driver combines the partial statistics
-    of sharded groups and broadcasts them. ``max_restarts``: how many times a
-    failed actor is replaced (its shard reloaded, training resumed from the last
-    completed pass) before the run fails with :class:`groupfit.exceptions.RunnerError`.
+    of sharded groups and broadcasts them (linear models). Trees and networks
+    go by whole groups: each actor fits its groups with the native engine.
+    ``max_restarts``: how many times a failed actor is replaced (its shard
+    reloaded, training resumed from the last completed pass; for whole groups,
+    its shard fitted again) before the run fails with
+    :class:`groupfit.exceptions.RunnerError`.
     ``address``: passed to ``ray.init`` when Ray is not initialised yet (``None``
     starts a local Ray).
     """

@@ -150,3 +150,41 @@ def test_infinite_value_read_by_an_actor_names_the_file_row(cluster, tmp_path):
         gf.fit(tp, by="g", target="y", valid=vp, runner=gf.RayRunner(workers=2)).save(str(out))
     assert str(e.value) == f"column 'f1' in '{tp}' has an infinite value at row 1234"
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "model,params",
+    [
+        ("gbdt", {"rounds": [12], "num_leaves": [4, 7], "min_data_in_leaf": [5], "early_stopping_rounds": [3]}),
+        ("mlp", {"hidden": [8], "lr": [0.01, 0.003], "epochs": [2], "batch_size": [32]}),
+    ],
+)
+def test_trees_and_networks_by_whole_groups_equal_native(cluster, model, params):
+    # The families without a remote partial step: whole groups per actor,
+    # the global model one of them; models and scores are the native ones.
+    train, valid = data("binary", 91)
+    kw = dict(by="g", target="y", model=model, params=params, valid=valid, min_rows=10, seed=3)
+    native = gf.fit(train, **kw)
+    remote = gf.fit(train, runner=gf.RayRunner(workers=2), **kw)
+    assert_same(native, remote, valid)
+    info = remote.runner_info
+    assert info["placement"] == "whole groups" and info["workers"] == 2 and info["shared_groups"] == 0
+    # the global model (every training row) on one actor, the groups on the other
+    assert sorted(info["shard_rows"]) == sorted([train.num_rows, train.num_rows - 4])
+    assert remote.summary["strategy"] == "tp"
+
+
+def test_whole_group_actor_killed_is_replaced(cluster):
+    train, valid = data("regression", 95)
+    kw = dict(by="g", target="y", model="gbdt", params={"rounds": [8], "num_leaves": [4]}, valid=valid)
+    native = gf.fit(train, **kw)
+    killed = []
+
+    def kill_once(pass_index, actors):
+        if not killed:
+            ray.kill(actors[1])
+            killed.append(pass_index)
+
+    remote = gf.fit(train, runner=gf.RayRunner(workers=2, max_restarts=1, fault_hook=kill_once), **kw)
+    assert killed == [0] and remote.runner_info["restarts"] == [{"worker": 1, "pass": 0}]
+    assert_same(native, remote, valid)

@@ -187,16 +187,15 @@ fn train(
     let strategy = parse_strategy(&strategy)?;
     let train = Source::from_input(data)?;
     let valid = valid.map(Source::from_input).transpose()?;
-    let remote = remote.map(|driver| remote::RemoteFamily {
-        driver,
-        workers: remote_workers.max(1),
-        error: Default::default(),
-    });
-    if remote.is_some() && model != "linear" {
-        return Err(ArgumentError::new_err(format!(
-            "the Ray runner fits the linear family only (got model '{model}')"
-        )));
-    }
+    let remote = match remote {
+        Some(driver) => Some(remote::RemoteFamily {
+            inner: family(&model).map_err(to_py)?,
+            driver,
+            workers: remote_workers.max(1),
+            error: Default::default(),
+        }),
+        None => None,
+    };
     let out = py.detach(|| -> Result<job::TrainOutput, EngineError> {
         let registered;
         let fam: &dyn Family = match &remote {
@@ -243,8 +242,9 @@ fn train(
         }
     }
     let mut out = out.map_err(to_py)?;
-    if remote.is_some() {
-        out.summary.strategy = "hybrid".to_string();
+    if let Some(r) = &remote {
+        // Linear: groups cut across actors (hybrid); others: whole groups (tp).
+        out.summary.strategy = if r.name() == "linear" { "hybrid" } else { "tp" }.to_string();
     }
     out.summary.wall_s = start.elapsed().as_secs_f64();
     out.bundle.summary = serde_json::to_value(&out.summary).expect("summary serialises");
@@ -444,6 +444,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Bundle>()?;
     m.add_class::<remote::WorkerSession>()?;
     m.add_class::<remote::Coordinator>()?;
+    m.add_function(wrap_pyfunction!(remote::fit_whole, m)?)?;
     m.add("GroupfitError", py.get_type::<GroupfitError>())?;
     m.add("DataError", py.get_type::<DataError>())?;
     m.add("MissingColumnError", py.get_type::<MissingColumnError>())?;

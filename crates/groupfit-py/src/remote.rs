@@ -5,12 +5,14 @@
 
 use std::sync::{Arc, Mutex};
 
-use arrow_array::{ArrayRef, Float32Array, Float64Array, RecordBatch};
+use arrow_array::{Array, ArrayRef, Float32Array, Float64Array, RecordBatch, UInt32Array};
 use arrow_pyarrow::{PyArrowType, ToPyArrow};
 use arrow_schema::{DataType, Field, Schema};
+use groupfit::data::training_means;
 use groupfit::data::{Column, ColumnValues};
 use groupfit::error::{GroupfitError, Result};
 use groupfit::exec::remote::{self, Coordinator as Coord, ShardSpec, WorkerSession as Session};
+use groupfit::exec::whole;
 use groupfit::exec::{PassProgress, RunReport};
 use groupfit::family::{Family, FamilyFit, TrainData, UnitFit};
 use groupfit::plan::Strategy;
@@ -266,14 +268,94 @@ impl Coordinator {
     }
 }
 
-/// The linear family fitted by a Python driver on remote workers.
+/// Fits a whole-group shard on an actor (see `exec::whole`): `spec` (JSON),
+/// the `train` and `valid` batches the driver made (`g`, `y`, features), on
+/// `threads` threads. Returns the `WholeFit` as JSON bytes.
+#[pyfunction]
+#[pyo3(signature = (spec, train, valid, threads=1))]
+pub fn fit_whole<'py>(
+    py: Python<'py>,
+    spec: &str,
+    train: PyArrowType<RecordBatch>,
+    valid: PyArrowType<RecordBatch>,
+    threads: usize,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let spec: whole::WholeSpec = serde_json::from_str(spec).map_err(|e| {
+        RunnerError::new_err(format!("remote worker protocol: bad shard spec: {e}"))
+    })?;
+    let (train, valid) = (train.0, valid.0);
+    let out = py
+        .detach(|| -> Result<Vec<u8>> {
+            let label = std::path::Path::new("shard");
+            let parts = |b: &RecordBatch| -> Result<(Vec<Option<u32>>, Vec<f64>, Vec<Column>)> {
+                if b.num_columns() != spec.d + 2 {
+                    return Err(GroupfitError::arg(format!(
+                        "remote worker protocol: shard has {} columns, expected {}",
+                        b.num_columns(),
+                        spec.d + 2
+                    )));
+                }
+                let g = b
+                    .column(0)
+                    .as_any()
+                    .downcast_ref::<UInt32Array>()
+                    .ok_or_else(|| {
+                        GroupfitError::arg("remote worker protocol: bad group column")
+                    })?;
+                let y = Column::from_array(b.column(1), "y", label, false)?;
+                let y = (0..y.len()).map(|i| y.get(i)).collect();
+                let cols = b.columns()[2..]
+                    .iter()
+                    .enumerate()
+                    .map(|(j, a)| Column::from_array(a, &format!("f{j}"), label, false))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok((g.iter().collect(), y, cols))
+            };
+            let (tg, ty, tc) = parts(&train)?;
+            let tg = tg
+                .into_iter()
+                .map(|g| {
+                    g.ok_or_else(|| {
+                        GroupfitError::arg("remote worker protocol: a training row has no group")
+                    })
+                })
+                .collect::<Result<Vec<u32>>>()?;
+            let (vg, vy, vc) = parts(&valid)?;
+            let fit = whole::fit_whole(
+                &spec,
+                whole::WholeRows {
+                    columns: &tc,
+                    target: &ty,
+                    group: &tg,
+                },
+                whole::WholeRows {
+                    columns: &vc,
+                    target: &vy,
+                    group: &vg,
+                },
+                threads,
+            )?;
+            Ok(serde_json::to_vec(&fit).expect("a fit serialises"))
+        })
+        .map_err(to_py)?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// A registered family fitted by a Python driver on remote workers: the
+/// linear family through the partial-step API (`exec::remote`, groups cut
+/// across workers), the others with whole groups per worker (`exec::whole`).
 pub struct RemoteFamily {
-    /// `driver(shards) -> dict(models=[bytes], standardisation=bytes, passes=int, passes_s=float)`
+    /// The registered family.
+    pub inner: Box<dyn Family + Send + Sync>,
+    /// Linear: `driver(shards) -> dict(models=[bytes], standardisation=bytes, passes=int, passes_s=float)`
     /// where `shards` is a list of `(spec_json, shard)`: `shard` is a
     /// `pyarrow.RecordBatch` (target, then features) when the training data
     /// is in memory, and a dict `{path, target, features, rows}` (rows: file
     /// row numbers as little-endian `u32` bytes) when it is a Parquet file,
     /// which the actor reads itself (`WorkerSession.from_parquet`).
+    /// Other families: `driver.fit_whole(shards) -> [bytes]`, `shards` a list
+    /// of `(spec_json, train, valid)` record batches (`g`: local group, `y`,
+    /// then the features), each result a `WholeFit` as JSON.
     pub driver: Py<PyAny>,
     /// Workers.
     pub workers: usize,
@@ -309,17 +391,157 @@ fn gather(col: &Column, rows: &[u32]) -> ArrayRef {
     }
 }
 
+/// A whole-group shard's rows as a batch: `g` (local group, null for a
+/// group not in the training data), `y`, then the features.
+fn whole_batch(
+    columns: &[Column],
+    target: &[f64],
+    rows: &[u32],
+    group: impl Iterator<Item = Option<u32>>,
+) -> Result<RecordBatch> {
+    let mut fields = vec![
+        Field::new("g", DataType::UInt32, true),
+        Field::new("y", DataType::Float64, false),
+    ];
+    let mut cols: Vec<ArrayRef> = vec![
+        Arc::new(UInt32Array::from_iter(group)),
+        Arc::new(Float64Array::from_iter_values(
+            rows.iter().map(|&r| target[r as usize]),
+        )),
+    ];
+    for (j, c) in columns.iter().enumerate() {
+        let a = gather(c, rows);
+        fields.push(Field::new(format!("f{j}"), a.data_type().clone(), false));
+        cols.push(a);
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
+        .map_err(|e| GroupfitError::arg(format!("cannot assemble a shard: {e}")))
+}
+
+impl RemoteFamily {
+    /// Whole groups per worker (families without a remote partial step).
+    fn fit_whole(&self, data: &TrainData<'_>, configs: &[ConfigEntry]) -> Result<FamilyFit> {
+        let d = data.columns.len();
+        let ng = data.n_groups;
+        let mut group_rows = vec![0usize; ng + 1];
+        for &g in data.group_of {
+            group_rows[g as usize] += 1;
+        }
+        group_rows[ng] = data.rows.len();
+        let placement = whole::place_whole(&group_rows, data.fit, self.workers);
+        let impute = training_means(data.columns, data.rows);
+        let mut shards = Vec::with_capacity(placement.len());
+        for (groups, global) in placement {
+            let mut local = vec![u32::MAX; ng];
+            for (i, &g) in groups.iter().enumerate() {
+                local[g] = i as u32;
+            }
+            let other = groups.len() as u32;
+            // Table order: every row of the shard's groups, and all rows for the global model.
+            let (rows, gl): (Vec<u32>, Vec<u32>) = data
+                .rows
+                .iter()
+                .zip(data.group_of)
+                .filter_map(|(&r, &g)| match local[g as usize] {
+                    u32::MAX if global => Some((r, other)),
+                    u32::MAX => None,
+                    l => Some((r, l)),
+                })
+                .unzip();
+            let (vrows, vgl): (Vec<u32>, Vec<Option<u32>>) = data
+                .valid
+                .idx
+                .iter()
+                .zip(data.valid.gid)
+                .filter_map(|(&r, &g)| match g.map(|g| local[g as usize]) {
+                    Some(u32::MAX) | None if global => Some((r, g.map(|_| other))),
+                    Some(u32::MAX) | None => None,
+                    Some(l) => Some((r, Some(l))),
+                })
+                .unzip();
+            let spec = whole::WholeSpec {
+                model: self.inner.name().to_string(),
+                task: data.task,
+                configs: configs.to_vec(),
+                seed: data.seed,
+                keys: groups.iter().map(|&g| data.keys[g].clone()).collect(),
+                groups,
+                global,
+                impute: impute.clone(),
+                d,
+            };
+            let train = whole_batch(data.columns, data.target, &rows, gl.into_iter().map(Some))?;
+            let valid = whole_batch(
+                data.valid.columns,
+                data.valid.target,
+                &vrows,
+                vgl.into_iter(),
+            )?;
+            let json = serde_json::to_string(&spec).expect("spec serialises");
+            shards.push((spec, json, train, valid));
+        }
+        let results = Python::attach(|py| -> PyResult<Vec<Vec<u8>>> {
+            let list = PyList::empty(py);
+            for (_, json, train, valid) in &shards {
+                list.append((json.as_str(), train.to_pyarrow(py)?, valid.to_pyarrow(py)?))?;
+            }
+            self.driver
+                .bind(py)
+                .call_method1("fit_whole", (list,))?
+                .extract()
+        })
+        .map_err(|e| self.fail(e))?;
+        if results.len() != shards.len() {
+            return Err(GroupfitError::arg(
+                "remote worker protocol: one result per shard expected",
+            ));
+        }
+        let mut units = vec![Vec::new(); ng + 1];
+        let mut report = RunReport {
+            strategy: Strategy::Tp,
+            passes: 0,
+            passes_s: 0.0,
+        };
+        let mut family_impute = Vec::new();
+        for ((spec, ..), bytes) in shards.iter().zip(&results) {
+            let wf: whole::WholeFit = serde_json::from_slice(bytes).map_err(|e| {
+                GroupfitError::arg(format!("remote worker protocol: bad result: {e}"))
+            })?;
+            if wf.groups.len() != spec.groups.len() || wf.global.is_empty() == spec.global {
+                return Err(GroupfitError::arg(
+                    "remote worker protocol: a result does not match its shard",
+                ));
+            }
+            for (&g, us) in spec.groups.iter().zip(wf.groups) {
+                units[g] = us;
+            }
+            if spec.global {
+                units[ng] = wf.global;
+            }
+            family_impute = wf.impute;
+            report.passes = report.passes.max(wf.passes);
+            report.passes_s = report.passes_s.max(wf.passes_s);
+        }
+        Ok(FamilyFit {
+            units,
+            impute: family_impute,
+            report,
+        })
+    }
+}
+
 impl Family for RemoteFamily {
     fn name(&self) -> &'static str {
-        "linear"
+        self.inner.name()
     }
 
     fn check(&self, configs: &[ConfigEntry]) -> Result<()> {
-        linear_configs(configs).map(|_| ())
+        self.inner.check(configs)
     }
 
     fn features_from_file(&self) -> bool {
-        true
+        // Whole-group shards are gathered by the driver.
+        self.inner.name() == "linear"
     }
 
     fn fit(
@@ -328,6 +550,9 @@ impl Family for RemoteFamily {
         configs: &[ConfigEntry],
         _on: &mut dyn FnMut(PassProgress),
     ) -> Result<FamilyFit> {
+        if self.inner.name() != "linear" {
+            return self.fit_whole(data, configs);
+        }
         let configs = linear_configs(configs)?;
         let d = data.source.map_or(data.columns.len(), |s| s.features.len());
         let ng = data.n_groups;

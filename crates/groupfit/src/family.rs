@@ -25,7 +25,7 @@ use crate::tune::{linear_configs, ConfigEntry};
 pub const MODELS: &[&str] = &["linear", "gbdt", "mlp"];
 
 /// The family called `name`.
-pub fn family(name: &str) -> Result<Box<dyn Family>> {
+pub fn family(name: &str) -> Result<Box<dyn Family + Send + Sync>> {
     match name {
         "linear" => Ok(Box::new(Linear)),
         "gbdt" => Ok(Box::new(Gbdt)),
@@ -74,6 +74,10 @@ pub struct TrainData<'a> {
     /// Set when the features were not read (the family asked for it and the
     /// training input is a file): where to read them.
     pub source: Option<FeatureSource<'a>>,
+    /// Values replacing a missing feature, when given from outside (a worker
+    /// fitting some of the groups gets the means over every training row);
+    /// otherwise a family that imputes computes them from `rows`.
+    pub impute: Option<&'a [f64]>,
     /// Target over all rows of the training input.
     pub target: &'a [f64],
     /// Training rows (indices into `columns`/`target`), target never NaN.
@@ -100,7 +104,7 @@ pub struct TrainData<'a> {
 }
 
 /// One fitted (group, config) unit.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct UnitFit {
     /// The model, ready to predict raw (imputed per [`FamilyFit::impute`]) rows.
     pub model: FittedModel,

@@ -921,6 +921,7 @@ fn fit_tables(
             target: &spec.target,
             features: &features,
         }),
+        impute: None,
         target: &target,
         rows: &train_rows,
         group_of: &train_gid,

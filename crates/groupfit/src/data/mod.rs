@@ -394,6 +394,29 @@ pub fn numeric_column(
     })
 }
 
+/// Training mean of each feature over `rows` (NaN skipped; 0 if none): the
+/// value that replaces a missing feature.
+pub fn training_means(columns: &[Column], rows: &[u32]) -> Vec<f64> {
+    columns
+        .iter()
+        .map(|c| {
+            let (s, n) = with_values!(c, |v| rows.iter().fold((0.0, 0usize), |(s, n), &r| {
+                let a = v[r as usize] as f64;
+                if a.is_nan() {
+                    (s, n)
+                } else {
+                    (s + a, n + 1)
+                }
+            }));
+            if n > 0 {
+                s / n as f64
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
 /// The default feature list: every numeric column that is neither a key nor the target.
 pub fn default_features(schema: &Schema, keys: &[String], target: Option<&str>) -> Vec<String> {
     schema

@@ -11,6 +11,7 @@
 //! three calls can run on remote workers.
 
 pub mod remote;
+pub mod whole;
 
 use std::ops::Range;
 use std::sync::{Barrier, Mutex, RwLock};

@@ -608,32 +608,12 @@ pub fn group_stream(key: Option<&crate::data::keys::GroupKey>) -> u64 {
     }
 }
 
-/// Training mean of each feature over `rows` (NaN skipped; 0 if none).
-fn training_means(columns: &[Column], rows: &[u32]) -> Vec<f64> {
-    columns
-        .iter()
-        .map(|c| {
-            let (s, n) =
-                crate::with_values!(c, |v| rows.iter().fold((0.0, 0usize), |(s, n), &r| {
-                    let a = v[r as usize] as f64;
-                    if a.is_nan() {
-                        (s, n)
-                    } else {
-                        (s + a, n + 1)
-                    }
-                }));
-            if n > 0 {
-                s / n as f64
-            } else {
-                0.0
-            }
-        })
-        .collect()
-}
-
 /// Imputation values, the layout and every group's RNG stream.
 fn prepare(data: &crate::family::TrainData<'_>) -> (Vec<f64>, MlpData, Vec<u64>) {
-    let impute = training_means(data.columns, data.rows);
+    let impute = data.impute.map_or_else(
+        || crate::data::training_means(data.columns, data.rows),
+        <[f64]>::to_vec,
+    );
     let layout = MlpData::build(MlpInput {
         columns: data.columns,
         target: data.target,
