@@ -11,6 +11,9 @@
 #
 #   benchmarks/ray.sh
 #   SYSTEMS="" REPEATS=1 benchmarks/ray.sh      # the Ray runner alone
+#   MODEL=gbdt REPEATS=1 benchmarks/ray.sh      # trees (mlp: networks; its
+#                                               # ray-tasks baseline needs torch,
+#                                               # see benchmarks/mlp.sh)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SHARED=${GROUPFIT_SHARED:-$ROOT/../shared}
@@ -21,9 +24,10 @@ ROWS=${ROWS:-1000000}
 N_GROUPS=${N_GROUPS:-1000}
 REPEATS=${REPEATS:-3}
 WORKERS=${WORKERS:-2}
+MODEL=${MODEL:-linear}
 SYSTEMS=${SYSTEMS-"ray-tasks"}
 DATA=$OUT/zipf-${ROWS}-${N_GROUPS}
-RESULTS=$OUT/ray-$(date +%Y%m%d-%H%M%S).jsonl
+RESULTS=$OUT/ray-$MODEL-$(date +%Y%m%d-%H%M%S).jsonl
 mkdir -p "$OUT"
 
 if [ ! -f "$DATA/train.parquet" ]; then
@@ -33,10 +37,10 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 
 for i in $(seq "$REPEATS"); do
     echo "running groupfit runner=ray ($WORKERS actors), run $i ..." >&2
-    "$PY" "$ROOT/benchmarks/ray_bench.py" --data "$DATA" --workers "$WORKERS" >> "$RESULTS"
+    "$PY" "$ROOT/benchmarks/ray_bench.py" --data "$DATA" --workers "$WORKERS" --model "$MODEL" >> "$RESULTS"
 done
 for s in $SYSTEMS; do
     echo "running $s ..." >&2
-    "$PY" "$SHARED/bench/baselines.py" --data "$DATA" --family linear --system "$s" >> "$RESULTS"
+    "$PY" "$SHARED/bench/baselines.py" --data "$DATA" --family "$MODEL" --system "$s" >> "$RESULTS"
 done
 "$PY" "$ROOT/benchmarks/report.py" "$RESULTS" --system groupfit-ray

@@ -8,8 +8,16 @@ shard transfer, group statistics, layouts), pass seconds, the slowest actor's
 compute seconds inside the engine and the rest (communication: scheduling,
 transfer, (de)serialisation).
 
-  python benchmarks/ray_bench.py --data DIR [--workers 2] [--cpus 2]
+  python benchmarks/ray_bench.py --data DIR [--workers 2] [--cpus 2] [--model linear|gbdt|mlp]
+
+The grids are those of ../shared/bench/baselines.py for the family.
 """
+
+GRIDS = {
+    "linear": {"C": [0.01, 0.1, 1, 10]},
+    "gbdt": {"rounds": [100], "num_leaves": [15, 31], "learning_rate": [0.05, 0.1]},
+    "mlp": {"hidden": [64], "lr": [0.001, 0.01], "epochs": [5], "batch_size": [256]},
+}
 import argparse
 import json
 import os
@@ -21,6 +29,7 @@ def main():
     ap.add_argument("--data", required=True)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--cpus", type=int, default=2)
+    ap.add_argument("--model", choices=sorted(GRIDS), default="linear")
     a = ap.parse_args()
     t0 = time.perf_counter()
     import ray
@@ -33,8 +42,8 @@ def main():
         os.path.join(a.data, "train.parquet"),
         by="group",
         target="label",
-        model="linear",
-        params={"C": [0.01, 0.1, 1, 10]},
+        model=a.model,
+        params=GRIDS[a.model],
         valid=os.path.join(a.data, "valid.parquet"),
         runner=gf.RayRunner(workers=a.workers, cpus_per_worker=1),
     )
@@ -43,7 +52,7 @@ def main():
     s, info = m.summary, m.runner_info
     rec = {
         "system": "groupfit-ray",
-        "family": "linear",
+        "family": a.model,
         "groups": s["groups"],
         "models": s["models"],
         "load_s": round(t_init + s["load_s"], 3),
