@@ -45,14 +45,17 @@ def data(task: str, seed: int):
     return train, pa.table(vcols)
 
 
-def assert_same(native, remote, valid):
-    np.testing.assert_allclose(remote.predict(valid), native.predict(valid), rtol=1e-7, atol=1e-9)
+def assert_same(native, remote, valid, rtol=1e-7):
+    # rtol: float64 families agree to 1e-7; the float32 networks train with
+    # their summation order set by the thread count (the engine's own plan and
+    # thread invariance test allows 1e-4 on weights), so they get 1e-5 here.
+    np.testing.assert_allclose(remote.predict(valid), native.predict(valid), rtol=rtol, atol=rtol * 1e-2)
     ns, rs = native.summary, remote.summary
     for k in ("groups", "models", "routes", "fallback", "chosen_configs", "global_config", "rows_train"):
         assert rs[k] == ns[k], k
     for k in ("valid_logloss", "valid_auc", "valid_rmse"):
         if k in ns:
-            assert rs[k] == pytest.approx(ns[k], rel=1e-7), k
+            assert rs[k] == pytest.approx(ns[k], rel=rtol), k
     assert remote.scores.drop_columns([c for c in remote.scores.column_names if c.startswith("valid_")]).equals(
         native.scores.drop_columns([c for c in native.scores.column_names if c.startswith("valid_")])
     )
@@ -166,7 +169,7 @@ def test_trees_and_networks_by_whole_groups_equal_native(cluster, model, params)
     kw = dict(by="g", target="y", model=model, params=params, valid=valid, min_rows=10, seed=3)
     native = gf.fit(train, **kw)
     remote = gf.fit(train, runner=gf.RayRunner(workers=2), **kw)
-    assert_same(native, remote, valid)
+    assert_same(native, remote, valid, rtol=1e-5 if model == "mlp" else 1e-7)
     info = remote.runner_info
     assert info["placement"] == "whole groups" and info["workers"] == 2 and info["shared_groups"] == 0
     # the global model (every training row) on one actor, the groups on the other
