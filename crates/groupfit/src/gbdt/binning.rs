@@ -34,8 +34,16 @@ fn unkey(k: u64) -> f64 {
 
 impl BinMapper {
     /// Bins for `values` (NaN = missing, ignored here), at most `max_bin`
-    /// value bins. `keys` is scratch.
-    pub fn fit(values: impl Iterator<Item = f64>, max_bin: usize, keys: &mut Vec<u64>) -> Self {
+    /// value bins, each holding at least `min_data_in_bin` values where the
+    /// values allow (LightGBM's rule: at most `values / min_data_in_bin`
+    /// bins; with few distinct values, adjacent ones merged until a bin holds
+    /// that many). `keys` is scratch.
+    pub fn fit(
+        values: impl Iterator<Item = f64>,
+        max_bin: usize,
+        min_data_in_bin: usize,
+        keys: &mut Vec<u64>,
+    ) -> Self {
         keys.clear();
         keys.extend(values.filter(|v| !v.is_nan()).map(|v| key(v + 0.0)));
         keys.sort_unstable();
@@ -47,7 +55,8 @@ impl BinMapper {
                 _ => distinct.push((unkey(k), 1)),
             }
         }
-        let max_bin = max_bin.max(1);
+        let min_data_in_bin = min_data_in_bin.max(1);
+        let max_bin = max_bin.min(keys.len() / min_data_in_bin).max(1);
         let mid = |i: usize| {
             let (a, b) = (distinct[i].0, distinct[i + 1].0);
             let m = a + (b - a) / 2.0;
@@ -60,8 +69,13 @@ impl BinMapper {
         };
         let mut upper = Vec::new();
         if distinct.len() <= max_bin {
+            let mut cur = 0usize;
             for i in 0..distinct.len().saturating_sub(1) {
-                upper.push(mid(i));
+                cur += distinct[i].1;
+                if cur >= min_data_in_bin {
+                    upper.push(mid(i));
+                    cur = 0;
+                }
             }
         } else {
             // Greedy equal-count bins: close a bin once it holds the mean
@@ -119,7 +133,7 @@ mod tests {
     #[test]
     fn few_distinct_values_get_a_bin_each_with_midpoint_bounds() {
         let mut s = Vec::new();
-        let m = BinMapper::fit([3.0, 1.0, f64::NAN, 2.0, 1.0].into_iter(), 255, &mut s);
+        let m = BinMapper::fit([3.0, 1.0, f64::NAN, 2.0, 1.0].into_iter(), 255, 1, &mut s);
         assert_eq!(m.upper, vec![1.5, 2.5, f64::INFINITY]);
         assert_eq!(m.bin(1.0), 0);
         assert_eq!(m.bin(1.5), 0);
@@ -133,18 +147,40 @@ mod tests {
     #[test]
     fn many_values_are_cut_into_equal_count_bins() {
         let mut s = Vec::new();
-        let m = BinMapper::fit((0..1000).map(|i| i as f64), 4, &mut s);
+        let m = BinMapper::fit((0..1000).map(|i| i as f64), 4, 1, &mut s);
         assert_eq!(m.upper, vec![249.5, 499.5, 749.5, f64::INFINITY]);
-        let m = BinMapper::fit((0..1000).map(|i| (i % 7) as f64), 255, &mut s);
+        let m = BinMapper::fit((0..1000).map(|i| (i % 7) as f64), 255, 1, &mut s);
         assert_eq!(m.value_bins(), 7);
+    }
+
+    #[test]
+    fn bins_hold_at_least_min_data_in_bin_values() {
+        let mut s = Vec::new();
+        // Values 1..=5 with counts 1, 1, 10, 2, 16: 1-3 fill the first bin,
+        // 4 and 5 share the second.
+        let v: Vec<f64> = [(1.0, 1), (2.0, 1), (3.0, 10), (4.0, 2), (5.0, 16)]
+            .iter()
+            .flat_map(|&(x, c)| std::iter::repeat_n(x, c))
+            .collect();
+        let m = BinMapper::fit(v.iter().copied(), 255, 3, &mut s);
+        assert_eq!(m.upper, vec![3.5, f64::INFINITY]);
+        let m = BinMapper::fit(v.iter().copied(), 255, 1, &mut s);
+        assert_eq!(m.upper, vec![1.5, 2.5, 3.5, 4.5, f64::INFINITY]);
+        // 30 distinct values: at most 30 / 3 = 10 bins of 3.
+        let m = BinMapper::fit((0..30).map(|i| i as f64), 255, 3, &mut s);
+        assert_eq!(m.value_bins(), 10);
+        assert_eq!(m.upper[0], 2.5);
+        // Fewer values than min_data_in_bin: one bin.
+        let m = BinMapper::fit([1.0, 2.0].into_iter(), 255, 3, &mut s);
+        assert_eq!(m.upper, vec![f64::INFINITY]);
     }
 
     #[test]
     fn all_missing_or_constant_is_one_value_bin() {
         let mut s = Vec::new();
-        let m = BinMapper::fit([f64::NAN, f64::NAN].into_iter(), 255, &mut s);
+        let m = BinMapper::fit([f64::NAN, f64::NAN].into_iter(), 255, 1, &mut s);
         assert_eq!(m.upper, vec![f64::INFINITY]);
-        let m = BinMapper::fit([-0.0, 0.0].into_iter(), 255, &mut s);
+        let m = BinMapper::fit([-0.0, 0.0].into_iter(), 255, 1, &mut s);
         assert_eq!(m.upper, vec![f64::INFINITY]);
     }
 }

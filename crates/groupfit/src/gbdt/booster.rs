@@ -44,8 +44,6 @@ pub struct StepScratch {
     pub pool: HistPool,
     /// Row indices (partition).
     pub tmp: Vec<u32>,
-    /// Gradients gathered in a leaf's row order.
-    pub ordered: Vec<[f32; 2]>,
 }
 
 /// Reusable histogram buffers.
@@ -229,13 +227,7 @@ impl Booster {
 
     /// Adds the rows of the asked-for leaf that lie in `range` (group-local)
     /// into `hist`.
-    pub fn build(
-        &self,
-        view: &GroupView<'_>,
-        range: std::ops::Range<usize>,
-        hist: &mut [f64],
-        ordered: &mut Vec<[f32; 2]>,
-    ) {
+    pub fn build(&self, view: &GroupView<'_>, range: std::ops::Range<usize>, hist: &mut [f64]) {
         match &self.grow {
             None => build_range(hist, &view.data, range, &self.gh),
             Some(g) => {
@@ -243,7 +235,7 @@ impl Booster {
                 let rows = &self.order[leaf.begin..leaf.begin + leaf.count];
                 let a = rows.partition_point(|&r| (r as usize) < range.start);
                 let b = rows.partition_point(|&r| (r as usize) < range.end);
-                build_rows(hist, &view.data, &rows[a..b], &self.gh, ordered);
+                build_rows(hist, &view.data, &rows[a..b], &self.gh);
             }
         }
     }
@@ -261,7 +253,7 @@ impl Booster {
         loop {
             let t = timer.is_some().then(std::time::Instant::now);
             let mut hist = scratch.pool.get(len);
-            self.build(view, 0..n, &mut hist, &mut scratch.ordered);
+            self.build(view, 0..n, &mut hist);
             if let (Some(t), Some(ns)) = (t, timer.as_deref_mut()) {
                 *ns += t.elapsed().as_nanos() as u64;
             }
@@ -505,6 +497,7 @@ mod tests {
                 d: 1,
                 n: bins.len(),
                 bins,
+                rbins: bins,
                 offsets,
             },
             y,

@@ -1,8 +1,9 @@
 //! Every (group, config) booster of every group fitted together.
 //!
 //! [`GbdtLayout`] bins each group's training rows once per distinct
-//! `max_bin` of the grid (the configs of a group share its bins): one `u8`
-//! per row and feature, row-major, rows of a group contiguous (group-sorted),
+//! [`Binning`] (`max_bin`, `min_data_in_bin`) of the grid (the configs of a
+//! group share its bins): one `u8` per row and feature, stored column-major
+//! and row-major (see [`super::histogram`]), rows of a group contiguous (group-sorted),
 //! the global pseudo-group (every training row, global bins) after the
 //! groups. Validation rows are binned with their group's bins for early
 //! stopping.
@@ -37,11 +38,14 @@ use crate::data::Column;
 use crate::exec::{explain, run_passes, trace, Explain, PassFamily, PassProgress, RunReport};
 use crate::family::TrainData;
 
-/// The binned rows of every group for one `max_bin`.
+/// The binned rows of every group for one [`Binning`].
 #[derive(Debug, Clone)]
 pub struct GbdtLayout {
     d: usize,
+    /// Column-major per group (`bins[j * rows + r]`).
     bins: Vec<u8>,
+    /// The same bins row-major per group (`rbins[r * d + j]`).
+    rbins: Vec<u8>,
     y: Vec<f64>,
     /// Row boundaries, `n_groups + 2` entries (the last group is the global one).
     starts: Vec<usize>,
@@ -88,9 +92,29 @@ fn bucket(keys: impl Iterator<Item = usize> + Clone, k: usize) -> (Vec<u32>, Vec
     (pos, starts)
 }
 
+/// How features are binned: the configs that agree on it share the bins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Binning {
+    /// Most value bins per feature.
+    pub max_bin: usize,
+    /// Fewest rows per value bin.
+    pub min_data_in_bin: usize,
+}
+
+impl Binning {
+    /// The binning of a config.
+    pub fn of(c: &GbdtConfig) -> Binning {
+        Binning {
+            max_bin: c.max_bin() as usize,
+            min_data_in_bin: c.min_data_in_bin() as usize,
+        }
+    }
+}
+
 struct GroupBins {
     mappers: Vec<BinMapper>,
     bins: Vec<u8>,
+    rbins: Vec<u8>,
     valid_bins: Vec<u8>,
 }
 
@@ -99,7 +123,7 @@ fn bin_group(
     rows: &[u32],
     valid_columns: &[Column],
     valid_rows: &[u32],
-    max_bin: usize,
+    binning: Binning,
     keys: &mut Vec<u64>,
 ) -> GroupBins {
     let d = columns.len();
@@ -109,7 +133,8 @@ fn bin_group(
     for j in 0..d {
         let m = crate::with_values!(columns[j], |v| BinMapper::fit(
             rows.iter().map(|&r| v[r as usize] as f64),
-            max_bin,
+            binning.max_bin,
+            binning.min_data_in_bin,
             keys
         ));
         crate::with_values!(columns[j], |v| for (i, &r) in rows.iter().enumerate() {
@@ -123,17 +148,25 @@ fn bin_group(
         );
         mappers.push(m);
     }
+    let n = rows.len();
+    let mut rbins = vec![0u8; n * d];
+    for j in 0..d {
+        for (i, &b) in bins[j * n..(j + 1) * n].iter().enumerate() {
+            rbins[i * d + j] = b;
+        }
+    }
     GroupBins {
         mappers,
         bins,
+        rbins,
         valid_bins,
     }
 }
 
 impl GbdtLayout {
     /// Bins the training and validation rows of every group with `fit` set
-    /// (groups not fitted get no rows), `max_bin` value bins at most.
-    pub fn build(input: &TrainData<'_>, max_bin: usize) -> GbdtLayout {
+    /// (groups not fitted get no rows), as `binning` says.
+    pub fn build(input: &TrainData<'_>, binning: Binning) -> GbdtLayout {
         let d = input.columns.len();
         let ng = input.n_groups;
         let n_all = ng + 1;
@@ -189,7 +222,7 @@ impl GbdtLayout {
                     &tr,
                     input.valid.columns,
                     &va,
-                    max_bin,
+                    binning,
                     &mut keys,
                 );
                 let y = tr.iter().map(|&i| input.target[i as usize]).collect();
@@ -218,6 +251,7 @@ impl GbdtLayout {
         let mut out = GbdtLayout {
             d,
             bins: Vec::new(),
+            rbins: Vec::new(),
             y: Vec::new(),
             starts: vec![0],
             offsets: Vec::with_capacity(n_all * (d + 1)),
@@ -228,6 +262,7 @@ impl GbdtLayout {
         };
         for (y, vy, gb) in per_group {
             out.bins.extend_from_slice(&gb.bins);
+            out.rbins.extend_from_slice(&gb.rbins);
             out.y.extend_from_slice(&y);
             out.starts.push(out.y.len());
             out.valid_bins.extend_from_slice(&gb.valid_bins);
@@ -264,6 +299,7 @@ impl GbdtLayout {
                 d,
                 n: r.len(),
                 bins: &self.bins[r.start * d..r.end * d],
+                rbins: &self.rbins[r.start * d..r.end * d],
                 offsets: &self.offsets[g * (d + 1)..(g + 1) * (d + 1)],
             },
             y: &self.y[r],
@@ -348,12 +384,7 @@ impl PassFamily for GbdtPass<'_> {
             let hl = view.data.hist_len();
             for (i, (_, u)) in units.iter().enumerate() {
                 let b = u.lock().unwrap();
-                b.build(
-                    &view,
-                    local.clone(),
-                    &mut out[i * len..i * len + hl],
-                    &mut scratch.ordered,
-                );
+                b.build(&view, local.clone(), &mut out[i * len..i * len + hl]);
             }
             if let Some(t) = t {
                 let ns = t.elapsed().as_nanos() as u64;
@@ -446,15 +477,21 @@ fn class_units(
 }
 
 /// What the planner would do with the boosters of the largest class (by
-/// rows) of the most common `max_bin` — the class that dominates the run;
+/// rows) of the first config's [`Binning`] — the class that dominates the run;
 /// see [`crate::exec::explain`].
 pub fn explain_grouped(input: &TrainData<'_>, configs: &[GbdtConfig]) -> Explain {
     let n_all = input.n_groups + 1;
-    let mb = configs.first().map_or(255, |c| c.max_bin());
+    let bn = configs.first().map_or(
+        Binning {
+            max_bin: 255,
+            min_data_in_bin: 3,
+        },
+        Binning::of,
+    );
     let ks: Vec<usize> = (0..configs.len())
-        .filter(|&k| configs[k].max_bin() == mb)
+        .filter(|&k| Binning::of(&configs[k]) == bn)
         .collect();
-    let layout = GbdtLayout::build(input, mb as usize);
+    let layout = GbdtLayout::build(input, bn);
     let mut rows_of_class: Vec<(usize, usize)> = Vec::new();
     for g in (0..n_all).filter(|&g| input.fit[g]) {
         let class = layout.hist_len(g).next_power_of_two();
@@ -511,16 +548,16 @@ pub fn fit_grouped(
         passes_s: 0.0,
     };
     let mut strategy_rows = 0usize;
-    let mut max_bins: Vec<u32> = configs.iter().map(|c| c.max_bin()).collect();
-    max_bins.sort_unstable();
-    max_bins.dedup();
+    let mut binnings: Vec<Binning> = configs.iter().map(Binning::of).collect();
+    binnings.sort_unstable();
+    binnings.dedup();
     let (mut hist_s, mut round_s, mut bin_s) = (0.0, 0.0, 0.0);
-    for mb in max_bins {
+    for bn in binnings {
         let ks: Vec<usize> = (0..configs.len())
-            .filter(|&k| configs[k].max_bin() == mb)
+            .filter(|&k| Binning::of(&configs[k]) == bn)
             .collect();
         let t = Instant::now();
-        let layout = GbdtLayout::build(input, mb as usize);
+        let layout = GbdtLayout::build(input, bn);
         bin_s += t.elapsed().as_secs_f64();
         // Classes of groups by histogram size (powers of two).
         let mut classes: Vec<usize> = (0..n_all)

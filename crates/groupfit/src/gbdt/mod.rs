@@ -43,6 +43,7 @@ pub const PARAM_NAMES: &[&str] = &[
     "lambda_l2",
     "max_depth",
     "max_bin",
+    "min_data_in_bin",
     "feature_fraction",
     "early_stopping_rounds",
 ];
@@ -65,6 +66,7 @@ pub struct GbdtParams {
     lambda_l2: f64,
     max_depth: f64,
     max_bin: f64,
+    min_data_in_bin: f64,
     feature_fraction: f64,
     early_stopping_rounds: f64,
 }
@@ -80,6 +82,7 @@ impl Default for GbdtParams {
             lambda_l2: 0.0,
             max_depth: -1.0,
             max_bin: 255.0,
+            min_data_in_bin: 3.0,
             feature_fraction: 1.0,
             early_stopping_rounds: 0.0,
         }
@@ -133,6 +136,13 @@ impl GbdtParams {
         self.max_bin = v as f64;
         self
     }
+    /// Fewest training rows per value bin (LightGBM's `min_data_in_bin`,
+    /// default 3): adjacent values are merged until a bin holds this many,
+    /// and a feature gets at most `rows / min_data_in_bin` bins.
+    pub fn min_data_in_bin(mut self, v: u32) -> Self {
+        self.min_data_in_bin = v as f64;
+        self
+    }
     /// Fraction of features each tree may split on, in (0, 1].
     pub fn feature_fraction(mut self, v: f64) -> Self {
         self.feature_fraction = v;
@@ -156,6 +166,7 @@ impl GbdtParams {
             "lambda_l2" => self.lambda_l2 = value,
             "max_depth" => self.max_depth = value,
             "max_bin" => self.max_bin = value,
+            "min_data_in_bin" => self.min_data_in_bin = value,
             "feature_fraction" => self.feature_fraction = value,
             "early_stopping_rounds" => self.early_stopping_rounds = value,
             other => {
@@ -210,6 +221,7 @@ impl GbdtParams {
             )?,
             max_depth: int("max_depth", self.max_depth, -1e6, 1e6)? as i32,
             max_bin: int("max_bin", self.max_bin, 2.0, 255.0)? as u32,
+            min_data_in_bin: int("min_data_in_bin", self.min_data_in_bin, 1.0, big)? as u32,
             feature_fraction: real(
                 "feature_fraction",
                 self.feature_fraction,
@@ -237,8 +249,14 @@ pub struct GbdtConfig {
     lambda_l2: f64,
     max_depth: i32,
     max_bin: u32,
+    #[serde(default = "default_min_data_in_bin")]
+    min_data_in_bin: u32,
     feature_fraction: f64,
     early_stopping_rounds: u32,
+}
+
+fn default_min_data_in_bin() -> u32 {
+    3
 }
 
 impl GbdtConfig {
@@ -273,6 +291,10 @@ impl GbdtConfig {
     /// Most value bins per feature.
     pub fn max_bin(&self) -> u32 {
         self.max_bin
+    }
+    /// Fewest training rows per value bin.
+    pub fn min_data_in_bin(&self) -> u32 {
+        self.min_data_in_bin
     }
     /// Fraction of features per tree.
     pub fn feature_fraction(&self) -> f64 {
