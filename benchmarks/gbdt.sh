@@ -11,12 +11,13 @@
 #    per-route LightGBM loop with the same grid (benchmarks/gbdt_flights.py).
 # Prints ratio tables. Quote ratios from one run only.
 #
-# Status (first version of the family): the speed target (>= 10x faster than
-# lightgbm-joblib) is not met yet; on a loaded 2-core machine one boosting
-# round of the ~2,400 boosters with the largest histograms took ~6 s. The
-# next steps are fewer histogram zeroings for small leaves (histograms sized
-# to the leaf's bins), several boosters of a group scanned in one pass over
-# its bin columns, and f32 histograms for small leaves.
+# Status: the speed target (>= 10x faster than lightgbm-joblib) is not met.
+# 2026-12-03, 2-core Intel Xeon VM, `SYSTEMS=lightgbm-joblib FLIGHTS=0
+# REPEATS=1`: groupfit 242.3 s wall against lightgbm-joblib 181.2 s (0.75x),
+# valid_logloss 0.56706 against 0.56884. About 30% of groupfit's work is the
+# 4 global-model boosters over all 800k training rows (LightGBM's baseline
+# has no global model); of the rest, split search and histogram building
+# take about half each.
 #
 #   benchmarks/gbdt.sh
 #   SYSTEMS="lightgbm-joblib" FLIGHTS=0 benchmarks/gbdt.sh

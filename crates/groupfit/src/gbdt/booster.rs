@@ -398,6 +398,12 @@ impl Booster {
         g.leaves[large].hist = parent_hist;
         g.pending = (small, large);
         g.gains.push((s.feature as u32, s.gain));
+        if g.leaves.len() >= self.cfg.num_leaves() as usize {
+            // The tree is full: its two new leaves will not be split, so
+            // they need neither a histogram nor a split search.
+            self.finish_round(view, g, pool);
+            return true;
+        }
         self.grow = Some(g);
         false
     }
@@ -539,6 +545,39 @@ mod tests {
         assert_eq!(m.importance, vec![48.0]);
         assert!((m.raw(&[1.0]) - 2.8).abs() < 1e-12);
         assert!((m.raw(&[3.0]) - 3.4).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_full_tree_ends_its_round_without_more_histograms() {
+        // The data of the hand-computed round above, stepped by hand: the
+        // root histogram, then the split fills the 2-leaf tree, so the step
+        // ends the round at once instead of asking for the children's.
+        let bins = [0u8, 0, 1, 1, 2, 2];
+        let offsets = [0u32, 4];
+        let y = [1.0, 1.0, 1.0, 1.0, 7.0, 7.0];
+        let mappers = [BinMapper {
+            upper: vec![1.5, 2.5, f64::INFINITY],
+        }];
+        let v = view(&bins, &offsets, &y, &mappers);
+        let cfg = GbdtParams::new()
+            .rounds(2)
+            .min_data_in_leaf(1)
+            .num_leaves(2)
+            .check()
+            .unwrap();
+        let mut b = Booster::new(Task::Regression, cfg, 0, &v);
+        let mut scratch = StepScratch::default();
+        let mut hist = vec![0.0; v.data.hist_len()];
+        b.build(&v, 0..6, &mut hist);
+        assert!(b.step(&v, hist, &mut scratch), "the split filled the tree");
+        assert_eq!(b.model(&v).trees.len(), 1);
+        assert!(!b.is_done(), "one of two rounds");
+        // Round 2 starts from a root histogram again.
+        let mut hist = vec![0.0; v.data.hist_len()];
+        b.build(&v, 0..6, &mut hist);
+        assert!(b.step(&v, hist, &mut scratch));
+        assert!(b.is_done());
+        assert_eq!(b.model(&v).trees.len(), 2);
     }
 
     #[test]
