@@ -37,6 +37,7 @@ fails the run with :class:`groupfit.exceptions.RunnerError`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from typing import Any, Callable, List, Optional
@@ -135,7 +136,8 @@ class _Driver:
                 ray.kill(a)
         self.actors = []
 
-    def _replace(self, i: int, error: Exception) -> None:
+    def _count_restart(self, i: int, error: Exception) -> None:
+        """Counts a failure of worker ``i``; past ``max_restarts``, fails the run."""
         self.restarts[i] += 1
         if self.restarts[i] > self.runner.max_restarts:
             raise RunnerError(
@@ -143,14 +145,24 @@ class _Driver:
                 f"(max_restarts={self.runner.max_restarts}); last error: "
                 f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
             ) from error
+
+    def _replace(self, i: int, error: Exception) -> None:
+        self._count_restart(i, error)
         self.actors[i] = None
         self.actors[i] = self._start(i)
         self.info.setdefault("restarts", []).append({"worker": i, "pass": self.passes})
         if self.prepared:
             ray.get(self.actors[i].prepare.remote(self.std, self.snapshots[i]))
 
-    def _round(self, call: Callable[[int, Any], Any], redo: Optional[Callable[[int], None]] = None) -> List[Any]:
-        """Runs ``call(i, actor)`` on every actor; replaces a dead one and retries."""
+    def _round(
+        self,
+        call: Callable[[int, Any], Any],
+        redo: Optional[Callable[[int], None]] = None,
+        replace: Optional[Callable[[int, Exception], None]] = None,
+    ) -> List[Any]:
+        """Runs ``call(i, actor)`` on every actor; replaces a dead one
+        (``replace``, by default with its shard reloaded) and retries."""
+        replace = replace or self._replace
         n = len(self.actors)
         pending = {i: call(i, self.actors[i]) for i in range(n)}
         out: List[Any] = [None] * n
@@ -160,11 +172,25 @@ class _Driver:
                 out[i] = ray.get(ref)
                 del pending[i]
             except RayActorError as e:
-                self._replace(i, e)
+                replace(i, e)
                 if redo is not None:
                     redo(i)
                 pending[i] = call(i, self.actors[i])
         return out
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _engine_errors():
+        """An engine error inside an actor (an infinite value in its rows, an
+        unreadable file) is raised as the engine's own exception, with its
+        one-line message, not wrapped in Ray's."""
+        try:
+            yield
+        except ray.exceptions.RayTaskError as e:
+            cause = getattr(e, "cause", None)
+            if isinstance(cause, GroupfitError):
+                raise cause from None
+            raise
 
     def __call__(self, shards: list) -> dict:
         self.specs = [s for s, _ in shards]
@@ -176,15 +202,8 @@ class _Driver:
         self.refs = [ray.put(b) for _, b in shards]
         del shards
         try:
-            return self._run()
-        except ray.exceptions.RayTaskError as e:
-            # An engine error inside an actor (an infinite value in its rows,
-            # an unreadable file): raise it as the engine's own exception,
-            # with its one-line message.
-            cause = getattr(e, "cause", None)
-            if isinstance(cause, GroupfitError):
-                raise cause from None
-            raise
+            with self._engine_errors():
+                return self._run()
         finally:
             self.close()
             self.refs = []
@@ -215,33 +234,14 @@ class _Driver:
             return a.fit_whole.remote(specs[i], refs[i][0], refs[i][1], threads)
 
         def replace(i, error):
-            self.restarts[i] += 1
-            if self.restarts[i] > self.runner.max_restarts:
-                raise RunnerError(
-                    f"Ray worker {i} failed {self.restarts[i]} times "
-                    f"(max_restarts={self.runner.max_restarts}); last error: "
-                    f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
-                ) from error
+            self._count_restart(i, error)
             self.actors[i] = self._new_actor()
             self.info.setdefault("restarts", []).append({"worker": i, "pass": 0})
 
-        pending = {i: call(i, self.actors[i]) for i in range(n)}
-        out: List[Any] = [None] * n
         try:
-            while pending:
-                i, ref = next(iter(pending.items()))
-                try:
-                    out[i] = ray.get(ref)
-                    del pending[i]
-                except RayActorError as e:
-                    replace(i, e)
-                    pending[i] = call(i, self.actors[i])
-            compute = [ray.get(a.compute_seconds.remote()) for a in self.actors]
-        except ray.exceptions.RayTaskError as e:
-            cause = getattr(e, "cause", None)
-            if isinstance(cause, GroupfitError):
-                raise cause from None
-            raise
+            with self._engine_errors():
+                out = self._round(call, replace=replace)
+                compute = [ray.get(a.compute_seconds.remote()) for a in self.actors]
         finally:
             self.close()
         wall = time.perf_counter() - t0

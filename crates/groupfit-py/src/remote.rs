@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use arrow_array::{Array, ArrayRef, Float32Array, Float64Array, RecordBatch, UInt32Array};
 use arrow_pyarrow::{PyArrowType, ToPyArrow};
 use arrow_schema::{DataType, Field, Schema};
-use groupfit::data::training_means;
+use groupfit::data::{rows_per_group, training_means};
 use groupfit::data::{Column, ColumnValues};
 use groupfit::error::{GroupfitError, Result};
 use groupfit::exec::remote::{self, Coordinator as Coord, ShardSpec, WorkerSession as Session};
@@ -423,11 +423,7 @@ impl RemoteFamily {
     fn fit_whole(&self, data: &TrainData<'_>, configs: &[ConfigEntry]) -> Result<FamilyFit> {
         let d = data.columns.len();
         let ng = data.n_groups;
-        let mut group_rows = vec![0usize; ng + 1];
-        for &g in data.group_of {
-            group_rows[g as usize] += 1;
-        }
-        group_rows[ng] = data.rows.len();
+        let group_rows = rows_per_group(data.group_of, ng);
         let placement = whole::place_whole(&group_rows, data.fit, self.workers);
         let impute = training_means(data.columns, data.rows);
         let mut shards = Vec::with_capacity(placement.len());

@@ -394,6 +394,18 @@ pub fn numeric_column(
     })
 }
 
+/// Rows per group from each training row's group id (`group_of`), then, as
+/// the last of the `n_groups + 1` entries, every row: the global model's
+/// pseudo-group.
+pub fn rows_per_group(group_of: &[u32], n_groups: usize) -> Vec<usize> {
+    let mut counts = vec![0usize; n_groups + 1];
+    for &g in group_of {
+        counts[g as usize] += 1;
+    }
+    counts[n_groups] = group_of.len();
+    counts
+}
+
 /// Training mean of each feature over `rows` (NaN skipped; 0 if none): the
 /// value that replaces a missing feature.
 pub fn training_means(columns: &[Column], rows: &[u32]) -> Vec<f64> {
@@ -446,6 +458,13 @@ pub fn row_uniform(seed: u64, i: u64) -> f64 {
 mod tests {
     use super::*;
     use arrow_array::{Int64Array, StringArray};
+
+    #[test]
+    fn rows_per_group_counts_every_row_again_for_the_global_model() {
+        // groups 2, 0, 2, 2 of 3 (group 1 has no row)
+        assert_eq!(rows_per_group(&[2, 0, 2, 2], 3), vec![1, 0, 3, 4]);
+        assert_eq!(rows_per_group(&[], 2), vec![0, 0, 0]);
+    }
 
     #[test]
     fn read_parquet_rows_takes_rows_in_the_order_asked_across_row_groups() {

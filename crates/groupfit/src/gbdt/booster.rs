@@ -513,26 +513,35 @@ mod tests {
         }
     }
 
-    #[test]
-    fn one_regression_round_by_hand() {
-        // x in bins 0,0,1,1,2,2 (uppers 1.5, 2.5, inf); y = 1,1,1,1,7,7.
-        // init = mean = 3; gradients s - y = 2,2,2,2,-4,-4; hessians 1.
-        // Split t=1: L (8, 4) R (-8, 2): 64/4 + 64/2 - 0 = 48 (t=0: 16/2+16/4=12).
-        // Leaf values: -8/4*0.1 = -0.2, 8/2*0.1 = 0.4.
-        let bins = [0u8, 0, 1, 1, 2, 2];
-        let offsets = [0u32, 4];
-        let y = [1.0, 1.0, 1.0, 1.0, 7.0, 7.0];
-        let mappers = [BinMapper {
+    // The hand-computed data: x in bins 0,0,1,1,2,2 (uppers 1.5, 2.5, inf);
+    // y = 1,1,1,1,7,7; stumps (2 leaves) without a row minimum.
+    const HAND_BINS: [u8; 6] = [0, 0, 1, 1, 2, 2];
+    const HAND_OFFSETS: [u32; 2] = [0, 4];
+    const HAND_Y: [f64; 6] = [1.0, 1.0, 1.0, 1.0, 7.0, 7.0];
+
+    fn hand_mappers() -> [BinMapper; 1] {
+        [BinMapper {
             upper: vec![1.5, 2.5, f64::INFINITY],
-        }];
-        let v = view(&bins, &offsets, &y, &mappers);
-        let cfg = GbdtParams::new()
-            .rounds(1)
+        }]
+    }
+
+    fn hand_stumps(rounds: u32) -> GbdtConfig {
+        GbdtParams::new()
+            .rounds(rounds)
             .min_data_in_leaf(1)
             .num_leaves(2)
             .check()
-            .unwrap();
-        let mut b = Booster::new(Task::Regression, cfg, 0, &v);
+            .unwrap()
+    }
+
+    #[test]
+    fn one_regression_round_by_hand() {
+        // init = mean = 3; gradients s - y = 2,2,2,2,-4,-4; hessians 1.
+        // Split t=1: L (8, 4) R (-8, 2): 64/4 + 64/2 - 0 = 48 (t=0: 16/2+16/4=12).
+        // Leaf values: -8/4*0.1 = -0.2, 8/2*0.1 = 0.4.
+        let mappers = hand_mappers();
+        let v = view(&HAND_BINS, &HAND_OFFSETS, &HAND_Y, &mappers);
+        let mut b = Booster::new(Task::Regression, hand_stumps(1), 0, &v);
         assert_eq!(b.init, 3.0);
         b.run_round(&v, &mut StepScratch::default(), None);
         assert!(b.is_done());
@@ -549,23 +558,12 @@ mod tests {
 
     #[test]
     fn a_full_tree_ends_its_round_without_more_histograms() {
-        // The data of the hand-computed round above, stepped by hand: the
-        // root histogram, then the split fills the 2-leaf tree, so the step
-        // ends the round at once instead of asking for the children's.
-        let bins = [0u8, 0, 1, 1, 2, 2];
-        let offsets = [0u32, 4];
-        let y = [1.0, 1.0, 1.0, 1.0, 7.0, 7.0];
-        let mappers = [BinMapper {
-            upper: vec![1.5, 2.5, f64::INFINITY],
-        }];
-        let v = view(&bins, &offsets, &y, &mappers);
-        let cfg = GbdtParams::new()
-            .rounds(2)
-            .min_data_in_leaf(1)
-            .num_leaves(2)
-            .check()
-            .unwrap();
-        let mut b = Booster::new(Task::Regression, cfg, 0, &v);
+        // The hand-computed data, stepped by hand: the root histogram, then
+        // the split fills the 2-leaf tree, so the step ends the round at
+        // once instead of asking for the children's.
+        let mappers = hand_mappers();
+        let v = view(&HAND_BINS, &HAND_OFFSETS, &HAND_Y, &mappers);
+        let mut b = Booster::new(Task::Regression, hand_stumps(2), 0, &v);
         let mut scratch = StepScratch::default();
         let mut hist = vec![0.0; v.data.hist_len()];
         b.build(&v, 0..6, &mut hist);

@@ -67,11 +67,8 @@ impl MlpData {
     pub fn build(inp: MlpInput<'_>) -> MlpData {
         let d = inp.columns.len();
         let ng = inp.n_groups;
-        let mut counts = vec![0usize; ng + 1];
-        for &g in inp.group_of {
-            counts[g as usize] += 1;
-        }
-        counts[ng] = inp.rows.len();
+        debug_assert_eq!(inp.group_of.len(), inp.rows.len());
+        let counts = crate::data::rows_per_group(inp.group_of, ng);
         let mut start = vec![0usize; ng + 2];
         for g in 0..=ng {
             start[g + 1] = start[g] + if inp.fit[g] { counts[g] } else { 0 };
