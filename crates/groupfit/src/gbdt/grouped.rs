@@ -481,10 +481,13 @@ fn class_units(
 /// see [`crate::exec::explain`].
 pub fn explain_grouped(input: &TrainData<'_>, configs: &[GbdtConfig]) -> Explain {
     let n_all = input.n_groups + 1;
-    let bn = configs.first().map_or(
-        Binning {
-            max_bin: 255,
-            min_data_in_bin: 3,
+    let bn = configs.first().map_or_else(
+        || {
+            Binning::of(
+                &super::GbdtParams::new()
+                    .check()
+                    .expect("the defaults are valid"),
+            )
         },
         Binning::of,
     );

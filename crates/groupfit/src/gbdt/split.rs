@@ -117,23 +117,6 @@ pub fn totals(hist: &[f64], data: &BinnedGroup<'_>, rows: usize) -> Sums {
     s
 }
 
-/// `f64::floor` without the libm call it is on the baseline x86-64 target
-/// (no SSE4.1 rounding instruction): a truncating cast, corrected for
-/// negative values. Exact for every input; NaN, infinities, zeros and values
-/// beyond 2^52 (already whole) come back unchanged.
-#[inline(always)]
-fn floor(v: f64) -> f64 {
-    if !(v.abs() < 4_503_599_627_370_496.0) || v == 0.0 {
-        return v;
-    }
-    let t = v as i64 as f64;
-    if t > v {
-        t - 1.0
-    } else {
-        t
-    }
-}
-
 /// The best split of a leaf with sums `total` (`total.n` its row count) over `features`, if any has
 /// positive gain under `rules`. Ties keep the first (lowest feature, lowest
 /// bin, missing right before left).
@@ -150,10 +133,11 @@ pub fn best_split(
         // SAFETY: the CPU has the features the copy is compiled for.
         return unsafe { best_split_avx2(hist, data, features, total, rules) };
     }
-    best_split_impl::<false>(hist, data, features, total, rules)
+    best_split_impl(hist, data, features, total, rules)
 }
 
-/// [`best_split_impl`] compiled for AVX2 (a one-instruction `floor`, wider
+/// [`best_split_impl`] compiled for AVX2 (SSE4.1's rounding instruction for
+/// `floor`, which is a libm call on the baseline target, and wider
 /// registers). Rust never fuses a multiply and an add on its own, so the
 /// results are those of the baseline copy, bit for bit.
 #[cfg(target_arch = "x86_64")]
@@ -165,12 +149,12 @@ unsafe fn best_split_avx2(
     total: Sums,
     rules: &Rules,
 ) -> Option<Split> {
-    best_split_impl::<true>(hist, data, features, total, rules)
+    best_split_impl(hist, data, features, total, rules)
 }
 
-/// [`best_split`]; `ROUND`: the CPU has a rounding instruction for `floor`.
+/// [`best_split`], inlined into each copy.
 #[inline(always)]
-fn best_split_impl<const ROUND: bool>(
+fn best_split_impl(
     hist: &[f64],
     data: &BinnedGroup<'_>,
     features: &[usize],
@@ -193,14 +177,7 @@ fn best_split_impl<const ROUND: bool>(
         let has_nan = nan.h > 0.0 || nan.g != 0.0;
         let last = if has_nan { nb } else { nb - 1 };
         let cnt_factor = total.n / total.h;
-        let est = |s: Sums| {
-            let v = s.h * cnt_factor + 0.5;
-            if ROUND {
-                v.floor()
-            } else {
-                floor(v)
-            }
-        };
+        let est = |s: Sums| (s.h * cnt_factor + 0.5).floor();
         let nan_est = est(nan);
         // Every bin's estimated row count first, in a loop without
         // dependencies between bins (it vectorises); the scan below only adds.
@@ -282,34 +259,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn floor_matches_the_library_floor() {
-        for v in [
-            0.0,
-            -0.0,
-            0.4,
-            0.5,
-            1.0,
-            2.7,
-            -0.3,
-            -1.0,
-            -1.5,
-            -2.0,
-            1e15 + 0.5,
-            -1e15 - 0.5,
-            4.6e18,
-            -4.6e18,
-            1e300,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            f64::MIN_POSITIVE,
-            -f64::MIN_POSITIVE,
-        ] {
-            assert_eq!(floor(v).to_bits(), v.floor().to_bits(), "{v}");
-        }
-        assert!(floor(f64::NAN).is_nan());
-    }
-
     /// The best split by definition: every threshold and both sides for
     /// missing values, sums and estimated counts recomputed from the bins.
     fn naive_best(
@@ -363,7 +312,7 @@ mod tests {
     fn best_split_equals_the_search_by_definition() {
         // Random leaves of 3 features (2 to 40 value bins, some missing
         // values, some empty bins), binary-like hessians, both copies of
-        // the search (rounding instruction or not) against the definition.
+        // the search (baseline and the one the CPU runs) against the definition.
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = move || {
             state ^= state << 13;
@@ -408,8 +357,7 @@ mod tests {
             let r = rules(1.0 + (case % 12) as f64);
             let want = naive_best(&hist, &data, total, &r);
             for got in [
-                best_split_impl::<false>(&hist, &data, &[0, 1, 2], total, &r),
-                best_split_impl::<true>(&hist, &data, &[0, 1, 2], total, &r),
+                best_split_impl(&hist, &data, &[0, 1, 2], total, &r),
                 best_split(&hist, &data, &[0, 1, 2], total, &r),
             ] {
                 let got = got.map(|s| (s.feature, s.bin, s.default_left, s.gain));
