@@ -213,7 +213,7 @@ impl GroupedMatrix {
         }
         drop(pos);
         stamp("sort and block map");
-        let mut x = vec![0.0f32; *block_off.last().unwrap()];
+        let mut x = super::zeroed_f32_large(*block_off.last().unwrap());
         stamp("allocate");
         let out = SharedOut(x.as_mut_ptr());
         let threads = input.threads.clamp(1, d.max(1));

@@ -154,7 +154,7 @@ impl MlpData {
             }
         }
         // Standardised rows, written row-major (row ranges spread over threads).
-        let mut x = vec![0.0f32; total * d];
+        let mut x = crate::data::zeroed_f32_large(total * d);
         let write = |lo: usize, out: &mut [f32]| {
             let mut g = start.partition_point(|&s| s <= lo) - 1;
             for (k, row) in out.chunks_mut(d.max(1)).enumerate() {
