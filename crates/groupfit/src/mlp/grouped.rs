@@ -155,18 +155,34 @@ impl MlpData {
         }
         // Standardised rows, written row-major (row ranges spread over threads).
         let mut x = crate::data::zeroed_f32_large(total * d);
+        // A chunk of rows at a time, one column after the other: the
+        // column's type is matched once per chunk, not once per value, and
+        // the chunk's rows (`CHUNK * d` values) stay in cache while their
+        // columns are filled in.
+        const CHUNK: usize = 128;
         let write = |lo: usize, out: &mut [f32]| {
             let mut g = start.partition_point(|&s| s <= lo) - 1;
-            for (k, row) in out.chunks_mut(d.max(1)).enumerate() {
-                let p = lo + k;
-                while start[g + 1] <= p {
-                    g += 1;
+            let mut gi = [0usize; CHUNK];
+            for (c, rows_out) in out.chunks_mut(CHUNK * d).enumerate() {
+                let p0 = lo + c * CHUNK;
+                let m = rows_out.len() / d;
+                for (k, slot) in gi[..m].iter_mut().enumerate() {
+                    while start[g + 1] <= p0 + k {
+                        g += 1;
+                    }
+                    *slot = g * d;
                 }
-                let r = src[p] as usize;
-                for (j, o) in row.iter_mut().enumerate() {
-                    let a = inp.columns[j].get(r);
-                    let a = if a.is_nan() { inp.impute[j] } else { a };
-                    *o = ((a - mean[g * d + j]) / std[g * d + j]) as f32;
+                let rows = &src[p0..p0 + m];
+                for j in 0..d {
+                    let fill = inp.impute[j];
+                    crate::with_values!(inp.columns[j], |v| {
+                        for (k, &r) in rows.iter().enumerate() {
+                            let a = v[r as usize] as f64;
+                            let a = if a.is_nan() { fill } else { a };
+                            let at = gi[k] + j;
+                            rows_out[k * d + j] = ((a - mean[at]) / std[at]) as f32;
+                        }
+                    });
                 }
             }
         };
