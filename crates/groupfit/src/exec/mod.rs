@@ -6,8 +6,8 @@
 //! [`run_passes`] then runs passes under any [`Plan`] until no unit is active:
 //! in each pass every worker scans its shards, whole-group shards are updated
 //! on the spot, and cut groups are combined in row order and updated after the
-//! workers join. The driver owns the threads (one scoped thread per worker, no
-//! nested pools); families own no threads and no global state, so the same
+//! workers meet. The driver owns the threads (one scoped thread per worker for
+//! the whole run, parked at a barrier between passes; no nested pools); families own no threads and no global state, so the same
 //! three calls can run on remote workers.
 
 pub mod remote;
@@ -116,9 +116,18 @@ pub fn run_passes<F: PassFamily>(
     let workers = workers.max(1);
     let groups: Vec<RwLock<Vec<F::Unit>>> = units.into_iter().map(RwLock::new).collect();
     let total: usize = groups.iter().map(|g| g.read().unwrap().len()).sum();
+    // The strategy of the first pass (what the report names) and the current one.
     let mut resolved = None;
+    let mut current: Option<Strategy> = None;
     let mut pass = 0;
-    let mut plan: Option<(Vec<usize>, Plan)> = None;
+    // Active units per group, recounted after each pass for the groups that
+    // still have some (`live`): units never become active again, and an MLP
+    // run takes thousands of passes over a few groups at its end.
+    let mut active = active_counts(family, &groups);
+    let mut live: Vec<usize> = (0..groups.len()).filter(|&g| active[g] > 0).collect();
+    let mut replan = true;
+    // `auto`: groups with active units when it last chose a strategy.
+    let mut decided_at = usize::MAX;
     let mut passes_s = 0.0;
     // Every strategy places work by the calibrated costs (updates and shards
     // count, not only rows); `auto` also prices whole plans with them. One
@@ -128,44 +137,83 @@ pub fn run_passes<F: PassFamily>(
     } else {
         CostModel::uncalibrated(family.stats_len(), family.unit_bytes())
     };
-    while pass < max_passes {
-        let active = active_counts(family, &groups);
-        let n_active: usize = active.iter().sum();
-        if n_active == 0 {
-            break;
+    // The workers live for the whole run: the calling thread is worker 0,
+    // the others wait at `start` between passes (see `Workers`).
+    let ctl = Workers::new(workers);
+    std::thread::scope(|scope| {
+        for w in 1..workers {
+            let (ctl, groups) = (&ctl, &groups);
+            scope.spawn(move || ctl.serve(family, groups, w));
         }
-        // Re-plan when the active counts changed (units converged).
-        if plan.as_ref().is_none_or(|(a, _)| *a != active) {
-            let loads = group_loads(rows, &active);
-            let s = resolved.unwrap_or(strategy);
-            let p = Plan::build(s, &loads, workers, family.align(), &cost);
-            // `auto` decides once, on the first pass, and keeps its choice.
-            resolved = Some(p.strategy);
-            plan = Some((active, p));
+        // Stops the workers however the loop ends (a panic included), so the
+        // scope can join them.
+        let _stop = StopOnDrop(&ctl);
+        let mut scratch = family.scratch();
+        while pass < max_passes {
+            let n_active: usize = live.iter().map(|&g| active[g]).sum();
+            if n_active == 0 {
+                break;
+            }
+            // Re-plan when the active counts changed (units converged).
+            if replan {
+                let loads = group_loads(rows, &active);
+                // `auto` chooses on the first pass and again each time the
+                // groups with active units have halved since its last choice
+                // (the end of a run, where one large group may be left, can
+                // want another plan than its start); in between it keeps its
+                // strategy.
+                let n_groups = live.len();
+                let s = match strategy {
+                    Strategy::Auto if 2 * n_groups <= decided_at => {
+                        decided_at = n_groups;
+                        Strategy::Auto
+                    }
+                    Strategy::Auto => current.unwrap_or(Strategy::Auto),
+                    s => s,
+                };
+                let p = Plan::build(s, &loads, workers, family.align(), &cost);
+                if trace() && current.is_some_and(|c| c != p.strategy) {
+                    eprintln!(
+                        "[groupfit] auto: {} groups left, now {}",
+                        n_groups,
+                        p.strategy.name()
+                    );
+                }
+                resolved.get_or_insert(p.strategy);
+                current = Some(p.strategy);
+                ctl.set_plan(p);
+                replan = false;
+            }
+            let t = std::time::Instant::now();
+            ctl.run_pass(family, &groups, &mut scratch);
+            passes_s += t.elapsed().as_secs_f64();
+            pass += 1;
+            if trace() {
+                let rows_active: usize = rows.iter().zip(&active).map(|(r, &a)| r.len() * a).sum();
+                eprintln!(
+                    "[groupfit] pass {pass}: {n_active} active units, {rows_active} unit-rows, {:.1} ms",
+                    t.elapsed().as_secs_f64() * 1e3
+                );
+            }
+            for &g in &live {
+                let a = groups[g]
+                    .read()
+                    .unwrap()
+                    .iter()
+                    .filter(|u| family.is_active(u))
+                    .count();
+                replan |= a != active[g];
+                active[g] = a;
+            }
+            live.retain(|&g| active[g] > 0);
+            let still: usize = live.iter().map(|&g| active[g]).sum();
+            progress(PassProgress {
+                pass,
+                active: still,
+                total,
+            });
         }
-        let p = &plan.as_ref().unwrap().1;
-        let t = std::time::Instant::now();
-        run_one_pass(family, &groups, p);
-        passes_s += t.elapsed().as_secs_f64();
-        pass += 1;
-        if trace() {
-            let rows_active: usize = rows
-                .iter()
-                .zip(&plan.as_ref().unwrap().0)
-                .map(|(r, &a)| r.len() * a)
-                .sum();
-            eprintln!(
-                "[groupfit] pass {pass}: {n_active} active units, {rows_active} unit-rows, {:.1} ms",
-                t.elapsed().as_secs_f64() * 1e3
-            );
-        }
-        let still: usize = active_counts(family, &groups).iter().sum();
-        progress(PassProgress {
-            pass,
-            active: still,
-            total,
-        });
-    }
+    });
     let report = RunReport {
         strategy: resolved.unwrap_or(match strategy {
             Strategy::Auto => Strategy::Tp,
@@ -303,48 +351,142 @@ struct Partial {
     stats: Vec<(usize, Vec<f64>)>,
 }
 
-fn run_one_pass<F: PassFamily>(family: &F, groups: &[RwLock<Vec<F::Unit>>], plan: &Plan) {
-    let workers = plan.stages.first().map_or(1, Vec::len).max(1);
-    // When no stage has work for more than one worker (e.g. one group left, as
-    // in the last mini-batch steps of an MLP run), the pass runs on the
-    // calling thread: short passes must not pay for spawning idle threads.
-    let single = plan
-        .stages
-        .iter()
-        .all(|stage| stage.iter().filter(|w| !w.is_empty()).count() <= 1);
-    if workers == 1 || single {
-        let mut scratch = family.scratch();
-        for stage in &plan.stages {
-            if let Some(shards) = stage.iter().find(|w| !w.is_empty()) {
-                let partials = scan_shards(family, groups, shards, &mut scratch);
-                reduce_and_apply(family, groups, partials, &mut scratch);
-            }
+/// The pass driver's worker threads, alive for a whole [`run_passes`]: a
+/// pass costs two barrier waits instead of spawning threads (an MLP run takes
+/// thousands of short passes), and each worker keeps its scratch buffers.
+///
+/// Worker 0 is the calling thread. Between passes the others wait at
+/// `start`; the caller sets the plan (only while they wait), meets them at
+/// `start`, runs its own part, and all meet again at `end`. A panic in a
+/// worker's part is caught so that every barrier is still met, and raised
+/// again on the calling thread at the end of the pass.
+struct Workers {
+    workers: usize,
+    start: Barrier,
+    end: Barrier,
+    /// The current plan; `None` tells the workers to stop.
+    plan: RwLock<Option<Plan>>,
+    /// Stage barrier and the cut groups' partial statistics.
+    stage: Barrier,
+    shared: Mutex<Vec<Partial>>,
+    panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
+}
+
+impl Workers {
+    fn new(workers: usize) -> Self {
+        Workers {
+            workers,
+            start: Barrier::new(workers),
+            end: Barrier::new(workers),
+            plan: RwLock::new(None),
+            stage: Barrier::new(workers),
+            shared: Mutex::new(Vec::new()),
+            panic: Mutex::new(None),
         }
-        return;
     }
-    // One thread per worker for the whole pass; stages end at a barrier where
-    // one thread (the barrier's leader) reduces and updates the cut groups.
-    let barrier = Barrier::new(workers);
-    let shared: Mutex<Vec<Partial>> = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for w in 0..workers {
-            let (barrier, shared) = (&barrier, &shared);
-            scope.spawn(move || {
-                let mut scratch = family.scratch();
-                for stage in &plan.stages {
-                    let mine = scan_shards(family, groups, &stage[w], &mut scratch);
-                    if !mine.is_empty() {
-                        shared.lock().unwrap().extend(mine);
-                    }
-                    if barrier.wait().is_leader() {
-                        let partials = std::mem::take(&mut *shared.lock().unwrap());
-                        reduce_and_apply(family, groups, partials, &mut scratch);
-                    }
-                    barrier.wait();
+
+    /// Sets the plan of the next passes (between passes only).
+    fn set_plan(&self, plan: Plan) {
+        *self.plan.write().unwrap() = Some(plan);
+    }
+
+    /// Runs one pass under the current plan; returns when every worker is done.
+    fn run_pass<F: PassFamily>(
+        &self,
+        family: &F,
+        groups: &[RwLock<Vec<F::Unit>>],
+        scratch: &mut F::Scratch,
+    ) {
+        let guard = self.plan.read().unwrap();
+        let plan = guard.as_ref().expect("a plan is set before a pass");
+        // A plan with work for one worker at a time runs on the calling
+        // thread alone; the others stay parked.
+        if self.workers == 1 || plan.single_worker() {
+            for stage in &plan.stages {
+                if let Some(shards) = stage.iter().find(|w| !w.is_empty()) {
+                    let partials = scan_shards(family, groups, shards, scratch);
+                    reduce_and_apply(family, groups, partials, scratch);
                 }
-            });
+            }
+            return;
         }
-    });
+        self.start.wait();
+        self.work(family, groups, plan, 0, scratch);
+        self.end.wait();
+        if let Some(p) = self.panic.lock().unwrap().take() {
+            std::panic::resume_unwind(p);
+        }
+    }
+
+    /// Worker `w`'s part of a pass: one stage at a time, each ending at a
+    /// barrier where one thread (the barrier's leader) reduces and updates
+    /// the cut groups.
+    fn work<F: PassFamily>(
+        &self,
+        family: &F,
+        groups: &[RwLock<Vec<F::Unit>>],
+        plan: &Plan,
+        w: usize,
+        scratch: &mut F::Scratch,
+    ) {
+        let caught = |r: std::thread::Result<()>| {
+            if let Err(p) = r {
+                self.panic.lock().unwrap().get_or_insert(p);
+            }
+        };
+        for stage in &plan.stages {
+            caught(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+                || {
+                    let mine = scan_shards(family, groups, &stage[w], scratch);
+                    if !mine.is_empty() {
+                        self.shared.lock().unwrap().extend(mine);
+                    }
+                },
+            )));
+            if self.stage.wait().is_leader() {
+                caught(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+                    || {
+                        let partials = std::mem::take(&mut *self.shared.lock().unwrap());
+                        reduce_and_apply(family, groups, partials, scratch);
+                    },
+                )));
+            }
+            self.stage.wait();
+        }
+    }
+
+    /// The loop of worker `w > 0`: a pass per meeting at `start`, until stopped.
+    fn serve<F: PassFamily>(&self, family: &F, groups: &[RwLock<Vec<F::Unit>>], w: usize) {
+        let mut scratch = family.scratch();
+        loop {
+            self.start.wait();
+            {
+                let guard = self.plan.read().unwrap();
+                let Some(plan) = guard.as_ref() else {
+                    return;
+                };
+                self.work(family, groups, plan, w, &mut scratch);
+            }
+            self.end.wait();
+        }
+    }
+
+    /// Releases the waiting workers for good.
+    fn stop(&self) {
+        if self.workers > 1 {
+            *self.plan.write().unwrap() = None;
+            self.start.wait();
+        }
+    }
+}
+
+/// Calls [`Workers::stop`] when dropped.
+struct StopOnDrop<'a>(&'a Workers);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
 }
 
 /// Scans one worker's shards of a stage: whole groups are accumulated and

@@ -384,10 +384,21 @@ impl Plan {
         pieces
     }
 
+    /// Whether no stage gives work to more than one worker (e.g. one group
+    /// left, as in the last mini-batch steps of an MLP run): such a pass runs
+    /// on the calling thread alone, with no barriers.
+    pub fn single_worker(&self) -> bool {
+        self.stages
+            .iter()
+            .all(|stage| stage.iter().filter(|w| !w.is_empty()).count() <= 1)
+    }
+
     /// The estimated cost of one pass of this plan under `cost`.
     pub fn estimate(&self, loads: &[GroupLoad], cost: &CostModel) -> Estimate {
         let workers = self.stages.first().map_or(1, Vec::len).max(1);
         let pieces = self.pieces(loads.len());
+        // Run on one thread, a plan has no barriers.
+        let single = self.single_worker();
         let (mut compute, mut idle, mut sync) = (0.0, 0.0, 0.0);
         for stage in &self.stages {
             let per_worker: Vec<f64> = stage
@@ -408,7 +419,9 @@ impl Plan {
             let mean = per_worker.iter().sum::<f64>() / workers as f64;
             compute += mean;
             idle += max - mean;
-            sync += cost.stage_us * 1e-6;
+            if !single {
+                sync += cost.stage_us * 1e-6;
+            }
             // The cut groups of this stage are reduced and updated serially.
             let mut seen = vec![false; loads.len()];
             for s in stage.iter().flatten().filter(|s| !s.whole) {
@@ -682,6 +695,16 @@ mod tests {
         let one = loads(&[1000]);
         let e = Plan::build(Strategy::Tp, &one, 2, 1, &C).estimate(&one, &C);
         assert!((e.idle_s - e.compute_s).abs() < 1e-15);
+        // ... and it runs on the calling thread alone: no barrier to pay.
+        assert_eq!(e.sync_s, 0.0);
+        // dp cuts it in two: a barrier, 2 x 10 stats combined, 1 update.
+        let f = Plan::build(Strategy::Dp, &one, 2, 1, &C).estimate(&one, &C);
+        assert!((f.sync_s - (5e-6 + 20e-9 + 1e-6)).abs() < 1e-15, "{f:?}");
+        // For 1000 rows a stage costs more than the half pass it saves.
+        assert_eq!(
+            Plan::build(Strategy::Auto, &one, 2, 1, &C).strategy,
+            Strategy::Tp
+        );
     }
 
     #[test]
