@@ -15,12 +15,12 @@
 //!   over up to 32 blocks, best of five.
 
 use std::path::PathBuf;
-use std::sync::{Barrier, RwLock};
+use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::{active_units, PassFamily};
+use super::{active_units, PassFamily, SpinBarrier};
 use crate::plan::CostModel;
 
 /// Machine constants of the cost model, as measured and cached.
@@ -38,10 +38,17 @@ pub struct MachineCosts {
     pub stage_us: f64,
     /// Nanoseconds to combine one statistic.
     pub combine_ns: f64,
+    /// How the stage was synchronised ([`BARRIER`]); entries measured with
+    /// another barrier are measured again.
+    #[serde(default)]
+    pub barrier: String,
     /// Whether these came from the cache file (rather than measured now).
     #[serde(skip)]
     pub cached: bool,
 }
+
+/// The barrier the pass driver uses (and the micro-benchmark times).
+pub const BARRIER: &str = "spin-then-sleep";
 
 /// Where the calibration cache lives (`None`: no usable directory).
 pub fn cache_path() -> Option<PathBuf> {
@@ -104,10 +111,12 @@ fn machine_at(path: Option<PathBuf>, workers: usize) -> MachineCosts {
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
     let now = today();
-    if let Some(e) = entries
-        .iter()
-        .find(|e| e.workers == workers && e.cpu == cpu && now.saturating_sub(e.day) <= 30)
-    {
+    if let Some(e) = entries.iter().find(|e| {
+        e.workers == workers
+            && e.cpu == cpu
+            && e.barrier == BARRIER
+            && now.saturating_sub(e.day) <= 30
+    }) {
         return MachineCosts {
             cached: true,
             ..e.clone()
@@ -146,7 +155,7 @@ fn best(reps: usize, mut f: impl FnMut()) -> Duration {
 fn measure(workers: usize, cpu: String) -> MachineCosts {
     // A stage: every worker thread reaches a barrier, one reduces, all wait again.
     let stages = 200;
-    let barrier = Barrier::new(workers);
+    let barrier = SpinBarrier::new(workers);
     let t = best(3, || {
         std::thread::scope(|s| {
             for _ in 0..workers {
@@ -179,6 +188,7 @@ fn measure(workers: usize, cpu: String) -> MachineCosts {
         workers,
         stage_us,
         combine_ns,
+        barrier: BARRIER.to_string(),
         cached: false,
     }
 }
@@ -295,6 +305,19 @@ mod tests {
         assert!(!machine_at(Some(path.clone()), 3).cached);
         let kept: Vec<MachineCosts> =
             serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(kept.len(), 2);
+        // An entry timed with another barrier (older files have none) is
+        // measured again and replaced.
+        let mut old = kept.clone();
+        for e in &mut old {
+            e.barrier.clear();
+        }
+        std::fs::write(&path, serde_json::to_vec(&old).unwrap()).unwrap();
+        let again = machine_at(Some(path.clone()), 2);
+        assert!(!again.cached && again.barrier == BARRIER);
+        let kept: Vec<MachineCosts> =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(kept.iter().filter(|e| e.barrier == BARRIER).count(), 1);
         assert_eq!(kept.len(), 2);
     }
 }

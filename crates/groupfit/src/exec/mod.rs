@@ -14,7 +14,8 @@ pub mod remote;
 pub mod whole;
 
 use std::ops::Range;
-use std::sync::{Barrier, Mutex, RwLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, RwLock};
 
 use crate::plan::{CostModel, Estimate, GroupLoad, Plan, Strategy};
 
@@ -362,12 +363,12 @@ struct Partial {
 /// again on the calling thread at the end of the pass.
 struct Workers {
     workers: usize,
-    start: Barrier,
-    end: Barrier,
+    start: SpinBarrier,
+    end: SpinBarrier,
     /// The current plan; `None` tells the workers to stop.
     plan: RwLock<Option<Plan>>,
     /// Stage barrier and the cut groups' partial statistics.
-    stage: Barrier,
+    stage: SpinBarrier,
     shared: Mutex<Vec<Partial>>,
     panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
 }
@@ -376,10 +377,10 @@ impl Workers {
     fn new(workers: usize) -> Self {
         Workers {
             workers,
-            start: Barrier::new(workers),
-            end: Barrier::new(workers),
+            start: SpinBarrier::new(workers),
+            end: SpinBarrier::new(workers),
             plan: RwLock::new(None),
-            stage: Barrier::new(workers),
+            stage: SpinBarrier::new(workers),
             shared: Mutex::new(Vec::new()),
             panic: Mutex::new(None),
         }
@@ -443,7 +444,7 @@ impl Workers {
                     }
                 },
             )));
-            if self.stage.wait().is_leader() {
+            if self.stage.wait() {
                 caught(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
                     || {
                         let partials = std::mem::take(&mut *self.shared.lock().unwrap());
@@ -477,6 +478,75 @@ impl Workers {
             *self.plan.write().unwrap() = None;
             self.start.wait();
         }
+    }
+}
+
+/// A barrier for `n` threads that spins a while before it sleeps: a pass of
+/// mini-batch steps takes tens of microseconds, about what waking a thread
+/// parked in the kernel costs on a virtual machine. A waiter checks `SPINS`
+/// times (tens of microseconds), then yields its core `YIELDS` times (so a
+/// busy machine, e.g. tests running side by side, gets it back), then sleeps
+/// on a condition variable: a worker with nothing to do for long does not
+/// burn its core.
+struct SpinBarrier {
+    n: usize,
+    arrived: AtomicUsize,
+    generation: AtomicUsize,
+    sleepers: AtomicUsize,
+    lock: Mutex<()>,
+    wake: Condvar,
+}
+
+impl SpinBarrier {
+    const SPINS: usize = 1 << 10;
+    const YIELDS: usize = 64;
+
+    fn new(n: usize) -> Self {
+        SpinBarrier {
+            n,
+            arrived: AtomicUsize::new(0),
+            generation: AtomicUsize::new(0),
+            sleepers: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            wake: Condvar::new(),
+        }
+    }
+
+    /// Waits until all `n` threads have arrived; returns `true` on exactly
+    /// one of them (the last to arrive), like [`std::sync::BarrierWaitResult::is_leader`].
+    fn wait(&self) -> bool {
+        let gen = self.generation.load(Ordering::Acquire);
+        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.n {
+            // Reset before the new generation is published: a waiter that
+            // sees it may arrive at the next barrier at once.
+            self.arrived.store(0, Ordering::Relaxed);
+            {
+                let _guard = self.lock.lock().unwrap();
+                self.generation
+                    .store(gen.wrapping_add(1), Ordering::Release);
+            }
+            if self.sleepers.load(Ordering::Acquire) > 0 {
+                self.wake.notify_all();
+            }
+            return true;
+        }
+        for i in 0..Self::SPINS + Self::YIELDS {
+            if self.generation.load(Ordering::Acquire) != gen {
+                return false;
+            }
+            if i < Self::SPINS {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        let mut guard = self.lock.lock().unwrap();
+        self.sleepers.fetch_add(1, Ordering::AcqRel);
+        while self.generation.load(Ordering::Acquire) == gen {
+            guard = self.wake.wait(guard).unwrap();
+        }
+        self.sleepers.fetch_sub(1, Ordering::AcqRel);
+        false
     }
 }
 
