@@ -641,3 +641,148 @@ fn reduce_and_apply<F: PassFamily>(
         i = j;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    #[test]
+    fn spin_barrier_has_one_leader_per_generation() {
+        let (n, rounds) = (3, 2000);
+        let barrier = SpinBarrier::new(n);
+        let (leaders, arrived) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        std::thread::scope(|s| {
+            for _ in 0..n {
+                s.spawn(|| {
+                    for r in 0..rounds {
+                        arrived.fetch_add(1, Ordering::SeqCst);
+                        if barrier.wait() {
+                            leaders.fetch_add(1, Ordering::SeqCst);
+                        }
+                        // nobody leaves before everybody has arrived
+                        assert!(arrived.load(Ordering::SeqCst) >= (r + 1) * n);
+                        barrier.wait();
+                    }
+                });
+            }
+        });
+        assert_eq!(leaders.load(Ordering::SeqCst), rounds);
+    }
+
+    /// Units that take `left` passes and add up the rows they are shown.
+    struct Countdown {
+        /// Set: the next `accumulate` call panics.
+        armed: AtomicBool,
+    }
+
+    struct Unit {
+        left: usize,
+        rows: f64,
+    }
+
+    impl PassFamily for Countdown {
+        type Unit = Unit;
+        type Scratch = ();
+        fn stats_len(&self) -> usize {
+            1
+        }
+        fn scratch(&self) {}
+        fn is_active(&self, u: &Unit) -> bool {
+            u.left > 0
+        }
+        fn accumulate(
+            &self,
+            _group: usize,
+            units: &[(usize, &Unit)],
+            rows: Range<usize>,
+            out: &mut [f64],
+            _scratch: &mut (),
+        ) {
+            if self.armed.swap(false, Ordering::SeqCst) {
+                panic!("a family bug");
+            }
+            for o in &mut out[..units.len()] {
+                *o += rows.len() as f64;
+            }
+        }
+        fn apply(&self, _group: usize, _k: usize, u: &mut Unit, stats: &mut [f64], _s: &mut ()) {
+            u.rows += stats[0];
+            u.left -= 1;
+        }
+    }
+
+    fn countdown_units(sizes: &[usize]) -> (Vec<Vec<Unit>>, Vec<Range<usize>>) {
+        let mut start = 0;
+        let rows = sizes
+            .iter()
+            .map(|&n| {
+                start += n;
+                start - n..start
+            })
+            .collect();
+        let units = sizes
+            .iter()
+            .enumerate()
+            .map(|(g, _)| {
+                (0..2)
+                    .map(|k| Unit {
+                        left: 1 + (g + k) % 4,
+                        rows: 0.0,
+                    })
+                    .collect()
+            })
+            .collect();
+        (units, rows)
+    }
+
+    #[test]
+    fn every_strategy_shows_each_unit_its_rows_once_a_pass() {
+        let sizes = [1000, 10, 10, 500, 1, 3];
+        let family = Countdown {
+            armed: AtomicBool::new(false),
+        };
+        for strategy in [
+            Strategy::Auto,
+            Strategy::Tp,
+            Strategy::Dp,
+            Strategy::Fused,
+            Strategy::Hybrid,
+        ] {
+            for workers in [1, 2, 3] {
+                let (units, rows) = countdown_units(&sizes);
+                let (done, report) =
+                    run_passes(&family, units, &rows, strategy, workers, 100, &mut |_| {});
+                assert_eq!(report.passes, 4, "{strategy:?} x {workers}");
+                for (g, us) in done.iter().enumerate() {
+                    for (k, u) in us.iter().enumerate() {
+                        let passes = 1 + (g + k) % 4;
+                        assert_eq!(
+                            (u.left, u.rows),
+                            (0, (passes * sizes[g]) as f64),
+                            "{strategy:?} x {workers}: group {g} unit {k}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_panic_in_a_worker_reaches_the_caller() {
+        let family = Countdown {
+            armed: AtomicBool::new(false),
+        };
+        for strategy in [Strategy::Dp, Strategy::Fused, Strategy::Tp] {
+            let (units, rows) = countdown_units(&[1000, 500, 300, 200]);
+            let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run_passes(&family, units, &rows, strategy, 2, 100, &mut |p| {
+                    if p.pass == 1 {
+                        family.armed.store(true, Ordering::SeqCst);
+                    }
+                })
+            }));
+            assert!(caught.is_err(), "{strategy:?}");
+        }
+    }
+}
