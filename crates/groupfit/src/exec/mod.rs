@@ -7,8 +7,9 @@
 //! in each pass every worker scans its shards, whole-group shards are updated
 //! on the spot, and cut groups are combined in row order and updated after the
 //! workers meet. The driver owns the threads (one scoped thread per worker for
-//! the whole run, parked at a barrier between passes; no nested pools); families own no threads and no global state, so the same
-//! three calls can run on remote workers.
+//! the whole run, parked at a barrier between passes; no nested pools);
+//! families own no threads and no global state, so the same three calls can
+//! run on remote workers.
 
 pub mod remote;
 pub mod whole;
@@ -197,12 +198,7 @@ pub fn run_passes<F: PassFamily>(
                 );
             }
             for &g in &live {
-                let a = groups[g]
-                    .read()
-                    .unwrap()
-                    .iter()
-                    .filter(|u| family.is_active(u))
-                    .count();
+                let a = count_active(family, &groups[g]);
                 replan |= a != active[g];
                 active[g] = a;
             }
@@ -315,16 +311,17 @@ fn group_loads(rows: &[Range<usize>], active: &[usize]) -> Vec<GroupLoad> {
 
 /// Active units per group.
 fn active_counts<F: PassFamily>(family: &F, groups: &[RwLock<Vec<F::Unit>>]) -> Vec<usize> {
-    groups
+    groups.iter().map(|g| count_active(family, g)).collect()
+}
+
+/// Active units of one group.
+fn count_active<F: PassFamily>(family: &F, group: &RwLock<Vec<F::Unit>>) -> usize {
+    group
+        .read()
+        .unwrap()
         .iter()
-        .map(|g| {
-            g.read()
-                .unwrap()
-                .iter()
-                .filter(|u| family.is_active(u))
-                .count()
-        })
-        .collect()
+        .filter(|u| family.is_active(u))
+        .count()
 }
 
 /// The active units of one group, with their config indices.
