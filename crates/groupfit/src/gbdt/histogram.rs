@@ -56,19 +56,52 @@ impl<'a> BinnedGroup<'a> {
     }
 }
 
+/// How many rows ahead [`build_rows`] prefetches: a leaf's rows are
+/// scattered over its group once the tree is a few levels deep, and without
+/// prefetching every row costs a cache miss on its bins and one on its
+/// gradient (the scan is bound by memory latency, not by the adds).
+pub const PREFETCH_ROWS: usize = 16;
+
+/// How many rows ahead the partition of a leaf's rows prefetches: it does a
+/// few instructions per row, so it must look further ahead to hide a miss.
+pub const PARTITION_PREFETCH_ROWS: usize = 64;
+
+/// Asks the CPU to bring the cache line holding `p` into L1; never faults.
+#[inline(always)]
+pub fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint that does not dereference the address
+    // (no fault for any value); SSE is part of the x86_64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Adds rows `rows` (group-local indices, ascending) into `hist` (which the
-/// caller zeroed), reading the row-major bins.
+/// caller zeroed), reading the row-major bins. The bins and gradient of the
+/// row [`PREFETCH_ROWS`] ahead are prefetched.
 pub fn build_rows(hist: &mut [f64], data: &BinnedGroup<'_>, rows: &[u32], gh: &[[f32; 2]]) {
     let d = data.d;
     let offsets = &data.offsets[..d];
-    for &r in rows {
+    let rbins = data.rbins;
+    for (i, &r) in rows.iter().enumerate() {
+        if let Some(&ahead) = rows.get(i + PREFETCH_ROWS) {
+            let a = ahead as usize;
+            let row = rbins.as_ptr().wrapping_add(a * d);
+            prefetch(row);
+            prefetch(row.wrapping_add(d.saturating_sub(1)));
+            prefetch(gh.as_ptr().wrapping_add(a));
+        }
         let r = r as usize;
         let [g, hh] = gh[r];
         let (g, hh) = (g as f64, hh as f64);
-        for (&o, &b) in offsets.iter().zip(&data.rbins[r * d..r * d + d]) {
+        for (&o, &b) in offsets.iter().zip(&rbins[r * d..r * d + d]) {
             let k = STRIDE * (o as usize + b as usize);
-            hist[k] += g;
-            hist[k + 1] += hh;
+            let e = &mut hist[k..k + 2];
+            e[0] += g;
+            e[1] += hh;
         }
     }
 }

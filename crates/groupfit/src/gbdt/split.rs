@@ -83,6 +83,18 @@ impl Rules {
             0.0
         }
     }
+    /// Whether sides `l` and `r` may have `gain(l) + gain(r) > target`: the
+    /// test without divisions, `G_L² h_R + G_R² h_L >= target h_L h_R` (with
+    /// `h = H + λ`), relaxed by far more than its rounding error. It never
+    /// rejects a split whose gain, computed with divisions, beats the target,
+    /// so the split chosen is the same as without it; it spares the two
+    /// divisions of most thresholds, which bound the scan's speed.
+    #[inline]
+    fn may_beat(&self, l: Sums, r: Sums, target: f64) -> bool {
+        let (hl, hr) = (l.h + self.lambda, r.h + self.lambda);
+        // NaN sums fail here, as their gain fails `gain > best`.
+        l.g * l.g * hr + r.g * r.g * hl >= target * hl * hr * (1.0 - 1e-9)
+    }
     /// Whether a side with sums `s` and (estimated) row count `n` may be a leaf.
     #[inline]
     fn ok(&self, s: Sums, n: f64) -> bool {
@@ -153,6 +165,14 @@ unsafe fn best_split_avx2(
 }
 
 /// [`best_split`], inlined into each copy.
+///
+/// Per feature, three loops: the running sums of gradient, hessian and
+/// estimated rows over the value bins (the only loop-carried chain); then,
+/// without branches (it vectorises), which thresholds pass the side
+/// constraints and [`Rules::may_beat`] against the best gain at the start of
+/// the feature; then, in threshold order, the exact gain of those only. The
+/// thresholds are tried in the same order, with the same sums and the same
+/// strict comparison as a plain scan, so the split is the plain scan's.
 #[inline(always)]
 fn best_split_impl(
     hist: &[f64],
@@ -165,8 +185,16 @@ fn best_split_impl(
         return None;
     }
     let parent = rules.gain(total);
-    // Estimated rows per value bin of the feature in hand (bins are u8).
-    let mut ests = [0.0f64; 256];
+    let cnt_factor = total.n / total.h;
+    let est = |h: f64| (h * cnt_factor + 0.5).floor();
+    // Running sums per value bin of the feature in hand (bins are u8), and
+    // per threshold whether it may win with missing values right (bit 0) or
+    // left (bit 1).
+    let mut pg = [0.0f64; 256];
+    let mut ph = [0.0f64; 256];
+    let mut pn = [0.0f64; 256];
+    let mut pass = [0u8; 256];
+    let (md, mh) = (rules.min_data, rules.min_hess);
     let mut best: Option<Split> = None;
     let mut best_gain = 0.0;
     for &j in features {
@@ -176,38 +204,72 @@ fn best_split_impl(
         let nan = Sums::at(h, nb);
         let has_nan = nan.h > 0.0 || nan.g != 0.0;
         let last = if has_nan { nb } else { nb - 1 };
-        let cnt_factor = total.n / total.h;
-        let est = |s: Sums| (s.h * cnt_factor + 0.5).floor();
-        let nan_est = est(nan);
-        // Every bin's estimated row count first, in a loop without
-        // dependencies between bins (it vectorises); the scan below only adds.
-        let ests = &mut ests[..last];
-        for (t, e) in ests.iter_mut().enumerate() {
-            *e = est(Sums::at(h, t));
-        }
-        let mut acc = Sums::default();
-        let mut acc_est = 0.0;
+        let nan_est = est(nan.h);
+        // An empty bin adds exact zeros: its threshold repeats the previous
+        // one's sides and gain, which never beats it strictly.
+        let (mut g, mut hh, mut n) = (0.0, 0.0, 0.0);
         for t in 0..last {
             let b = Sums::at(h, t);
-            if t > 0 && b.g == 0.0 && b.h == 0.0 {
-                // An empty bin: both thresholds below repeat the previous
-                // bin's sides and gains, which never beat a gain strictly.
-                // Deep leaves of small groups leave most bins empty. (Bin 0
-                // has no previous one: with missing values left it is the
-                // split "missing or not".)
+            g += b.g;
+            hh += b.h;
+            n += est(b.h);
+            pg[t] = g;
+            ph[t] = hh;
+            pn[t] = n;
+        }
+        let target = parent + best_gain;
+        // Missing values left needs a value bin right of the threshold.
+        let left_end = nb - 1;
+        let ok = |l: Sums, r: Sums| {
+            (l.n >= md) & (l.h >= mh) & (r.n >= md) & (r.h >= mh) & rules.may_beat(l, r, target)
+        };
+        if !has_nan {
+            // Missing values right only (they follow the larger side later).
+            for t in 0..last {
+                let l = Sums {
+                    g: pg[t],
+                    h: ph[t],
+                    n: pn[t],
+                };
+                pass[t] = u8::from(ok(l, total.sub(l)));
+            }
+        } else {
+            for t in 0..last {
+                let l = Sums {
+                    g: pg[t],
+                    h: ph[t],
+                    n: pn[t],
+                };
+                let right = ok(l, total.sub(l));
+                let l2 = Sums {
+                    g: l.g + nan.g,
+                    h: l.h + nan.h,
+                    n: l.n + nan_est,
+                };
+                let left = (t < left_end) & ok(l2, total.sub(l2));
+                pass[t] = u8::from(right) | (u8::from(left) << 1);
+            }
+        }
+        let mut t = 0;
+        while t < last {
+            // Eight thresholds at a time while none may win (most of them).
+            if t + 8 <= last && pass[t..t + 8] == [0u8; 8] {
+                t += 8;
                 continue;
             }
-            acc = acc.add(b);
-            acc_est += ests[t];
-            acc.n = acc_est;
-            if total.n - acc_est < rules.min_data {
-                // Counts only grow with the threshold: from here on the
-                // right side is too small either way missing values go.
-                break;
+            let p = pass[t];
+            t += 1;
+            if p == 0 {
+                continue;
             }
-            // Missing values right.
-            let (l, r) = (acc, total.sub(acc));
-            if rules.ok(l, acc_est) && rules.ok(r, total.n - acc_est) {
+            let t = t - 1;
+            let acc = Sums {
+                g: pg[t],
+                h: ph[t],
+                n: pn[t],
+            };
+            if p & 1 != 0 {
+                let (l, r) = (acc, total.sub(acc));
                 let gain = rules.gain(l) + rules.gain(r) - parent;
                 if gain > best_gain {
                     best_gain = gain;
@@ -221,25 +283,24 @@ fn best_split_impl(
                     });
                 }
             }
-            // Missing values left.
-            if has_nan && t + 1 < nb {
-                let mut l = acc.add(nan);
-                let l_est = acc_est + nan_est;
-                l.n = l_est;
+            if p & 2 != 0 {
+                let l = Sums {
+                    g: acc.g + nan.g,
+                    h: acc.h + nan.h,
+                    n: acc.n + nan_est,
+                };
                 let r = total.sub(l);
-                if rules.ok(l, l_est) && rules.ok(r, total.n - l_est) {
-                    let gain = rules.gain(l) + rules.gain(r) - parent;
-                    if gain > best_gain {
-                        best_gain = gain;
-                        best = Some(Split {
-                            feature: j,
-                            bin: t,
-                            default_left: true,
-                            gain,
-                            left: l,
-                            right: r,
-                        });
-                    }
+                let gain = rules.gain(l) + rules.gain(r) - parent;
+                if gain > best_gain {
+                    best_gain = gain;
+                    best = Some(Split {
+                        feature: j,
+                        bin: t,
+                        default_left: true,
+                        gain,
+                        left: l,
+                        right: r,
+                    });
                 }
             }
         }
@@ -368,6 +429,39 @@ mod tests {
                         assert_eq!(a.3.to_bits(), b.3.to_bits(), "case {case}");
                     }
                     (a, b) => assert_eq!(a.is_some(), b.is_some(), "case {case}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_division_free_test_passes_every_split_that_can_win() {
+        // Sides with random sums: a target equal to (or just under) their
+        // computed gain passes; one clearly above it is rejected.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut unit = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for lambda in [0.0, 1.0, 10.0] {
+            let r = Rules {
+                lambda,
+                ..rules(1.0)
+            };
+            for _ in 0..10_000 {
+                let side = |u: &mut dyn FnMut() -> f64| Sums {
+                    g: (u() - 0.5) * 10f64.powf(u() * 8.0 - 3.0),
+                    h: 1e-3 + u() * 10f64.powf(u() * 6.0 - 1.0),
+                    n: 0.0,
+                };
+                let (a, b) = (side(&mut unit), side(&mut unit));
+                let x = r.gain(a) + r.gain(b);
+                assert!(r.may_beat(a, b, x), "{a:?} {b:?}");
+                assert!(r.may_beat(a, b, x * (1.0 - 1e-12)));
+                if x > 1e-300 {
+                    assert!(!r.may_beat(a, b, x * (1.0 + 1e-6)), "{a:?} {b:?}");
                 }
             }
         }
