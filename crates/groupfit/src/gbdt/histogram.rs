@@ -86,6 +86,7 @@ pub fn build_rows(hist: &mut [f64], data: &BinnedGroup<'_>, rows: &[u32], gh: &[
     let d = data.d;
     let offsets = &data.offsets[..d];
     let rbins = data.rbins;
+    let (pairs, _) = hist.as_chunks_mut::<STRIDE>();
     for (i, &r) in rows.iter().enumerate() {
         if let Some(&ahead) = rows.get(i + PREFETCH_ROWS) {
             let a = ahead as usize;
@@ -98,10 +99,9 @@ pub fn build_rows(hist: &mut [f64], data: &BinnedGroup<'_>, rows: &[u32], gh: &[
         let [g, hh] = gh[r];
         let (g, hh) = (g as f64, hh as f64);
         for (&o, &b) in offsets.iter().zip(&rbins[r * d..r * d + d]) {
-            let k = STRIDE * (o as usize + b as usize);
-            let e = &mut hist[k..k + 2];
-            e[0] += g;
-            e[1] += hh;
+            // One bounds check and one two-lane add per bin.
+            let e = &mut pairs[o as usize + b as usize];
+            *e = [e[0] + g, e[1] + hh];
         }
     }
 }
@@ -118,10 +118,10 @@ pub fn build_range(
         let col = &data.col(j)[range.clone()];
         let off = STRIDE * data.offsets[j] as usize;
         let h = &mut hist[off..STRIDE * data.offsets[j + 1] as usize];
+        let (pairs, _) = h.as_chunks_mut::<STRIDE>();
         for (&b, &[g, hh]) in col.iter().zip(ghs) {
-            let b = STRIDE * b as usize;
-            h[b] += g as f64;
-            h[b + 1] += hh as f64;
+            let e = &mut pairs[b as usize];
+            *e = [e[0] + g as f64, e[1] + hh as f64];
         }
     }
 }
