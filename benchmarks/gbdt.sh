@@ -12,14 +12,17 @@
 # Prints ratio tables. Quote ratios from one run only.
 #
 # Status: the speed target (>= 10x faster than lightgbm-joblib) is not met.
-# 2026-12-03, 2-core Intel Xeon VM, `SYSTEMS=lightgbm-joblib FLIGHTS=0
-# REPEATS=1` at 8021379: groupfit 203.3 s wall against lightgbm-joblib
-# 170.4 s (0.84x), valid_logloss 0.56706 against 0.56884. About 30% of
-# groupfit's work is the 4 global-model boosters over all 800k training rows
-# (LightGBM's baseline has no global model); of the rest, split search and
-# histogram building take about half each. Flights (step 2, 174 routes):
-# groupfit 13.4 s against 16.0 s, validation RMSE 19.557 against 19.590
-# (-0.17%; the target is within 1%).
+# 2026-12-03, 2-core Intel Xeon VM, `SYSTEMS=lightgbm-joblib FLIGHTS=1
+# REPEATS=1` at ea3a8c5 (one run): groupfit 132.4 s wall against
+# lightgbm-joblib 199.9 s (1.5x), valid_logloss 0.56706 against 0.56884
+# (-0.00178). The same command at 8021379 gave 203.3 s against 170.4 s
+# (0.84x); the VM's speed varies by 15% between runs, so quote ratios from
+# one run only. Histogram building is 36% of the thread time in the passes
+# (86 of 241 thread-s), the split search and row partitions most of the rest.
+# About half of groupfit's work is the 4 global-model boosters over all 800k
+# training rows (LightGBM's baseline has no global model). Flights (step 2,
+# 174 routes): groupfit 12.4 s against 16.5 s, validation RMSE 19.557
+# against 19.590 (-0.17%; the target is within 1%).
 #
 #   benchmarks/gbdt.sh
 #   SYSTEMS="lightgbm-joblib" FLIGHTS=0 benchmarks/gbdt.sh
