@@ -198,7 +198,11 @@ impl Booster {
             scores,
             gh,
             order: (0..n as u32).collect(),
-            valid_scores: vec![init; view.valid_y.len()],
+            valid_scores: if cfg.early_stopping_rounds() > 0 {
+                vec![init; view.valid_y.len()]
+            } else {
+                Vec::new()
+            },
             trees: Vec::new(),
             gains: Vec::new(),
             round: 0,
@@ -437,7 +441,10 @@ impl Booster {
         }
         gradients(self.task, &self.scores, view.y, &mut self.gh);
         let d = view.data.d;
-        if !view.valid_y.is_empty() {
+        let es = self.cfg.early_stopping_rounds() as usize;
+        // Validation scores are kept only for early stopping (the chosen
+        // model is scored once, after training).
+        if es > 0 && !view.valid_y.is_empty() {
             for (i, s) in self.valid_scores.iter_mut().enumerate() {
                 *s += values[g.tree.leaf_of(&view.valid_bins[i * d..(i + 1) * d])];
             }
@@ -446,7 +453,6 @@ impl Booster {
         self.trees.push(tree);
         self.gains.push(g.gains);
         self.round += 1;
-        let es = self.cfg.early_stopping_rounds() as usize;
         if es > 0 && !view.valid_y.is_empty() {
             let m = metric(self.task, view.valid_y, &self.valid_scores);
             match self.best {

@@ -95,11 +95,6 @@ impl Rules {
         // NaN sums fail here, as their gain fails `gain > best`.
         l.g * l.g * hr + r.g * r.g * hl >= target * hl * hr * (1.0 - 1e-9)
     }
-    /// Whether a side with sums `s` and (estimated) row count `n` may be a leaf.
-    #[inline]
-    fn ok(&self, s: Sums, n: f64) -> bool {
-        n >= self.min_data && s.h >= self.min_hess
-    }
 }
 
 /// A chosen split.
