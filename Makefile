@@ -18,7 +18,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.stamp
 CARGO  ?= cargo
 
-.PHONY: venv build wheel test test-rust test-python demo bench bench-mlp bench-ray bench-strategies fmt clean
+.PHONY: venv build wheel test test-build test-rust test-python demo bench bench-mlp bench-ray bench-strategies fmt clean
 
 venv: $(STAMP)
 
@@ -34,7 +34,14 @@ build:
 wheel: venv
 	VIRTUAL_ENV=$(abspath $(VENV)) $(PY) -m maturin develop --release -q
 
-test: venv build wheel
+# The test binaries and the CLI (target/release/groupfit, which the Python
+# suite runs), built once with the tests' feature set: `make build` first
+# would compile the engine a second time, with the features of a build
+# without dev-dependencies.
+test-build:
+	$(CARGO) test --release --workspace --no-run
+
+test: venv test-build wheel
 	$(CARGO) test --release --workspace
 	$(PY) -m pytest -q tests/python
 
