@@ -263,27 +263,16 @@ fn best_split_impl(
                 h: ph[t],
                 n: pn[t],
             };
-            if p & 1 != 0 {
-                let (l, r) = (acc, total.sub(acc));
-                let gain = rules.gain(l) + rules.gain(r) - parent;
-                if gain > best_gain {
-                    best_gain = gain;
-                    best = Some(Split {
-                        feature: j,
-                        bin: t,
-                        default_left: if has_nan { false } else { l.n >= r.n },
-                        gain,
-                        left: l,
-                        right: r,
-                    });
+            // Missing values right (bit 0), then left (bit 1).
+            let with_nan = Sums {
+                g: acc.g + nan.g,
+                h: acc.h + nan.h,
+                n: acc.n + nan_est,
+            };
+            for (bit, l) in [(1u8, acc), (2, with_nan)] {
+                if p & bit == 0 {
+                    continue;
                 }
-            }
-            if p & 2 != 0 {
-                let l = Sums {
-                    g: acc.g + nan.g,
-                    h: acc.h + nan.h,
-                    n: acc.n + nan_est,
-                };
                 let r = total.sub(l);
                 let gain = rules.gain(l) + rules.gain(r) - parent;
                 if gain > best_gain {
@@ -291,7 +280,9 @@ fn best_split_impl(
                     best = Some(Split {
                         feature: j,
                         bin: t,
-                        default_left: true,
+                        // Without missing values in the leaf, they follow
+                        // the side with more rows later.
+                        default_left: bit == 2 || (!has_nan && l.n >= r.n),
                         gain,
                         left: l,
                         right: r,
@@ -364,18 +355,22 @@ mod tests {
         best
     }
 
+    /// A xorshift64 generator of test values.
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
     #[test]
     fn best_split_equals_the_search_by_definition() {
         // Random leaves of 3 features (2 to 40 value bins, some missing
         // values, some empty bins), binary-like hessians, both copies of
         // the search (baseline and the one the CPU runs) against the definition.
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for case in 0..300 {
             let d = 3;
             let nbins: Vec<usize> = (0..d).map(|_| 3 + (next() % 40) as usize).collect();
@@ -433,13 +428,8 @@ mod tests {
     fn the_division_free_test_passes_every_split_that_can_win() {
         // Sides with random sums: a target equal to (or just under) their
         // computed gain passes; one clearly above it is rejected.
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut unit = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut bits = xorshift(0x2545_f491_4f6c_dd1d);
+        let mut unit = move || (bits() >> 11) as f64 / (1u64 << 53) as f64;
         for lambda in [0.0, 1.0, 10.0] {
             let r = Rules {
                 lambda,
