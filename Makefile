@@ -4,6 +4,7 @@
 #   make build   build the Rust workspace (release); the CLI lands in target/release/groupfit
 #   make wheel   build the Python package (crates/groupfit-py + python/groupfit) into .venv
 #   make test    Rust tests, then the Python suite (CLI, Python API, Ray runner)
+#   make test-build  the CLI and the Rust test binaries, built once with the tests' features
 #   make demo    run scripts/demo.sh
 #   make bench   run benchmarks/linear.sh
 #   make bench-mlp  run benchmarks/mlp.sh (installs PyTorch into bench-out/torch-venv on demand)
