@@ -444,7 +444,8 @@ impl Booster {
         let es = self.cfg.early_stopping_rounds() as usize;
         // Validation scores are kept only for early stopping (the chosen
         // model is scored once, after training).
-        if es > 0 && !view.valid_y.is_empty() {
+        let stopping = es > 0 && !view.valid_y.is_empty();
+        if stopping {
             for (i, s) in self.valid_scores.iter_mut().enumerate() {
                 *s += values[g.tree.leaf_of(&view.valid_bins[i * d..(i + 1) * d])];
             }
@@ -453,7 +454,7 @@ impl Booster {
         self.trees.push(tree);
         self.gains.push(g.gains);
         self.round += 1;
-        if es > 0 && !view.valid_y.is_empty() {
+        if stopping {
             let m = metric(self.task, view.valid_y, &self.valid_scores);
             match self.best {
                 Some((b, _)) if m >= b => {

@@ -95,6 +95,13 @@ impl Rules {
         // NaN sums fail here, as their gain fails `gain > best`.
         l.g * l.g * hr + r.g * r.g * hl >= target * hl * hr * (1.0 - 1e-9)
     }
+    /// Whether a side with sums `s` (`s.n` its estimated row count) may be a
+    /// leaf. Both tests are evaluated (no branch), so loops over thresholds
+    /// vectorise.
+    #[inline]
+    fn ok(&self, s: Sums) -> bool {
+        (s.n >= self.min_data) & (s.h >= self.min_hess)
+    }
 }
 
 /// A chosen split.
@@ -189,7 +196,6 @@ fn best_split_impl(
     let mut ph = [0.0f64; 256];
     let mut pn = [0.0f64; 256];
     let mut pass = [0u8; 256];
-    let (md, mh) = (rules.min_data, rules.min_hess);
     let mut best: Option<Split> = None;
     let mut best_gain = 0.0;
     for &j in features {
@@ -213,36 +219,31 @@ fn best_split_impl(
             pn[t] = n;
         }
         let target = parent + best_gain;
-        // Missing values left needs a value bin right of the threshold.
-        let left_end = nb - 1;
-        let ok = |l: Sums, r: Sums| {
-            (l.n >= md) & (l.h >= mh) & (r.n >= md) & (r.h >= mh) & rules.may_beat(l, r, target)
+        // The left side of threshold `t`, with missing values right or left.
+        let left = |t: usize| Sums {
+            g: pg[t],
+            h: ph[t],
+            n: pn[t],
+        };
+        let with_nan = |l: Sums| Sums {
+            g: l.g + nan.g,
+            h: l.h + nan.h,
+            n: l.n + nan_est,
+        };
+        let ok = |l: Sums| {
+            let r = total.sub(l);
+            rules.ok(l) & rules.ok(r) & rules.may_beat(l, r, target)
         };
         if !has_nan {
             // Missing values right only (they follow the larger side later).
             for t in 0..last {
-                let l = Sums {
-                    g: pg[t],
-                    h: ph[t],
-                    n: pn[t],
-                };
-                pass[t] = u8::from(ok(l, total.sub(l)));
+                pass[t] = u8::from(ok(left(t)));
             }
         } else {
+            // Missing values left needs a value bin right of the threshold.
             for t in 0..last {
-                let l = Sums {
-                    g: pg[t],
-                    h: ph[t],
-                    n: pn[t],
-                };
-                let right = ok(l, total.sub(l));
-                let l2 = Sums {
-                    g: l.g + nan.g,
-                    h: l.h + nan.h,
-                    n: l.n + nan_est,
-                };
-                let left = (t < left_end) & ok(l2, total.sub(l2));
-                pass[t] = u8::from(right) | (u8::from(left) << 1);
+                let l = left(t);
+                pass[t] = u8::from(ok(l)) | (u8::from((t + 1 < nb) & ok(with_nan(l))) << 1);
             }
         }
         let mut t = 0;
@@ -252,24 +253,14 @@ fn best_split_impl(
                 t += 8;
                 continue;
             }
-            let p = pass[t];
+            let (p, bin) = (pass[t], t);
             t += 1;
             if p == 0 {
                 continue;
             }
-            let t = t - 1;
-            let acc = Sums {
-                g: pg[t],
-                h: ph[t],
-                n: pn[t],
-            };
+            let acc = left(bin);
             // Missing values right (bit 0), then left (bit 1).
-            let with_nan = Sums {
-                g: acc.g + nan.g,
-                h: acc.h + nan.h,
-                n: acc.n + nan_est,
-            };
-            for (bit, l) in [(1u8, acc), (2, with_nan)] {
+            for (bit, l) in [(1u8, acc), (2, with_nan(acc))] {
                 if p & bit == 0 {
                     continue;
                 }
@@ -279,7 +270,7 @@ fn best_split_impl(
                     best_gain = gain;
                     best = Some(Split {
                         feature: j,
-                        bin: t,
+                        bin,
                         // Without missing values in the leaf, they follow
                         // the side with more rows later.
                         default_left: bit == 2 || (!has_nan && l.n >= r.n),
