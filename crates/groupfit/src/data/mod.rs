@@ -30,11 +30,10 @@ use crate::error::{GroupfitError, Result};
 /// A zeroed `f32` buffer of `n` values for a large layout that is written
 /// once and then scanned on every pass (the linear and MLP layouts). On
 /// Linux its memory is advised to be backed by 2 MiB pages before the first
-/// write: the layout is written in
-/// one go right after allocation, and with 4 KiB pages that first write costs
-/// one page fault per 4 KiB (on a virtual machine about as much time as the
-/// copy itself). Only a hint: without transparent huge pages the buffer is
-/// an ordinary zeroed vector.
+/// write: the layout is written in one go right after allocation, and with
+/// 4 KiB pages that first write costs one page fault per 4 KiB (on a virtual
+/// machine about as much time as the copy itself). Only a hint: without
+/// transparent huge pages the buffer is an ordinary zeroed vector.
 pub(crate) fn zeroed_f32_large(n: usize) -> Vec<f32> {
     let v = vec![0.0f32; n];
     #[cfg(target_os = "linux")]
