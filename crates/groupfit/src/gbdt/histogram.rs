@@ -62,10 +62,6 @@ impl<'a> BinnedGroup<'a> {
 /// gradient (the scan is bound by memory latency, not by the adds).
 pub const PREFETCH_ROWS: usize = 16;
 
-/// How many rows ahead the partition of a leaf's rows prefetches: it does a
-/// few instructions per row, so it must look further ahead to hide a miss.
-pub const PARTITION_PREFETCH_ROWS: usize = 64;
-
 /// Asks the CPU to bring the cache line holding `p` into L1; never faults.
 #[inline(always)]
 pub fn prefetch<T>(p: *const T) {
