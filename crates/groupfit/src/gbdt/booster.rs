@@ -82,6 +82,16 @@ struct Leaf {
     split: Option<Split>,
 }
 
+/// What [`Booster::split_next`] did.
+enum Next {
+    /// No leaf to split: the round ends.
+    Done,
+    /// Split a leaf; the smaller child's histogram is wanted.
+    Build,
+    /// Split a leaf whose children may not split; its histogram is returned.
+    NoHistograms(Option<Vec<f64>>),
+}
+
 #[derive(Debug)]
 struct Grow {
     tree: BinTree,
@@ -269,9 +279,17 @@ impl Booster {
         }
     }
 
-    fn find(&self, view: &GroupView<'_>, g: &Grow, leaf: &Leaf, hist: &[f64]) -> Option<Split> {
+    /// Whether `leaf` may split at all (before its histogram is known): not
+    /// at the depth limit, and rows enough for two leaves of
+    /// `min_data_in_leaf`. A leaf that may not split needs no histogram.
+    fn may_split(&self, leaf: &Leaf) -> bool {
         let md = self.cfg.max_depth();
-        if md > 0 && leaf.depth >= md as u32 {
+        let deep = md > 0 && leaf.depth >= md as u32;
+        !deep && leaf.sums.n >= 2.0 * self.rules().min_data
+    }
+
+    fn find(&self, view: &GroupView<'_>, g: &Grow, leaf: &Leaf, hist: &[f64]) -> Option<Split> {
+        if !self.may_split(leaf) {
             return None;
         }
         best_split(hist, &view.data, &g.features, leaf.sums, &self.rules())
@@ -328,9 +346,14 @@ impl Booster {
             Some(mut g) => {
                 let (small, large) = g.pending;
                 let mut parent = g.leaves[large].hist.take().expect("parent histogram");
-                subtract(&mut parent, &hist);
-                let own = hist;
-                for (leaf, buf) in [(small, own), (large, parent)] {
+                let mut bufs = vec![(small, hist)];
+                if self.may_split(&g.leaves[large]) {
+                    subtract(&mut parent, &bufs[0].1);
+                    bufs.push((large, parent));
+                } else {
+                    pool.put(parent);
+                }
+                for (leaf, buf) in bufs {
                     let split = self.find(view, &g, &g.leaves[leaf], &buf);
                     if split.is_some() {
                         g.leaves[leaf].hist = Some(buf);
@@ -342,6 +365,29 @@ impl Booster {
                 g
             }
         };
+        loop {
+            match self.split_next(view, &mut g, tmp) {
+                Next::Done => {
+                    self.finish_round(view, g, pool);
+                    return true;
+                }
+                Next::Build => {
+                    self.grow = Some(g);
+                    return false;
+                }
+                // Neither new leaf may split: no histograms are needed, the
+                // next leaf is split at once.
+                Next::NoHistograms(parent) => {
+                    if let Some(h) = parent {
+                        pool.put(h);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Splits the open leaf of largest gain, if any and the tree has room.
+    fn split_next(&mut self, view: &GroupView<'_>, g: &mut Grow, tmp: &mut Vec<u32>) -> Next {
         // The leaf to split next: the largest gain (first on ties).
         let mut next: Option<usize> = None;
         if g.leaves.len() < self.cfg.num_leaves() as usize {
@@ -354,8 +400,7 @@ impl Booster {
             }
         }
         let Some(l) = next else {
-            self.finish_round(view, g, pool);
-            return true;
+            return Next::Done;
         };
         let s = g.leaves[l].split.take().unwrap();
         let (begin, count) = (g.leaves[l].begin, g.leaves[l].count);
@@ -422,11 +467,12 @@ impl Booster {
         if g.leaves.len() >= self.cfg.num_leaves() as usize {
             // The tree is full: its two new leaves will not be split, so
             // they need neither a histogram nor a split search.
-            self.finish_round(view, g, pool);
-            return true;
+            return Next::Done;
         }
-        self.grow = Some(g);
-        false
+        if !self.may_split(&g.leaves[small]) && !self.may_split(&g.leaves[large]) {
+            return Next::NoHistograms(g.leaves[large].hist.take());
+        }
+        Next::Build
     }
 
     fn finish_round(&mut self, view: &GroupView<'_>, mut g: Grow, pool: &mut HistPool) {
@@ -600,6 +646,41 @@ mod tests {
         assert!(b.step(&v, hist, &mut scratch));
         assert!(b.is_done());
         assert_eq!(b.model(&v).trees.len(), 2);
+    }
+
+    #[test]
+    fn leaves_too_small_to_split_get_no_histograms() {
+        // 60 rows, min_data_in_leaf 20: the root (x in bins 0..2, y jumps at
+        // bin 1) splits 20/40; the 20 may not split, the 40 may, so its
+        // sibling's histogram is asked for; the 40 then splits 20/20, and
+        // neither may split: the round ends in that step, asking nothing.
+        let bins: Vec<u8> = (0..60u8).map(|i| i / 20).collect();
+        let y: Vec<f64> = (0..60u32).map(|i| f64::from(i / 20 * (i / 20) + i % 2)).collect();
+        let offsets = [0u32, 4];
+        let mappers = [BinMapper {
+            upper: vec![0.5, 1.5, f64::INFINITY],
+        }];
+        let v = view(&bins, &offsets, &y, &mappers);
+        let cfg = GbdtParams::new()
+            .rounds(1)
+            .num_leaves(31)
+            .min_data_in_leaf(20)
+            .check()
+            .unwrap();
+        let mut b = Booster::new(Task::Regression, cfg, 0, &v);
+        let mut scratch = StepScratch::default();
+        let mut asked = 0;
+        loop {
+            let mut hist = vec![0.0; v.data.hist_len()];
+            b.build(&v, 0..60, &mut hist);
+            asked += 1;
+            if b.step(&v, hist, &mut scratch) {
+                break;
+            }
+        }
+        assert_eq!(asked, 2, "the root's and one child's histogram");
+        let t = &b.model(&v).trees[0];
+        assert_eq!(t.leaf_value.len(), 3);
     }
 
     #[test]
