@@ -595,13 +595,18 @@ mod tests {
         }]
     }
 
-    fn hand_stumps(rounds: u32) -> GbdtConfig {
+    /// A checked config of `rounds` trees of `num_leaves` leaves.
+    fn trees(rounds: u32, num_leaves: u32, min_data_in_leaf: u32) -> GbdtConfig {
         GbdtParams::new()
             .rounds(rounds)
-            .min_data_in_leaf(1)
-            .num_leaves(2)
+            .num_leaves(num_leaves)
+            .min_data_in_leaf(min_data_in_leaf)
             .check()
             .unwrap()
+    }
+
+    fn hand_stumps(rounds: u32) -> GbdtConfig {
+        trees(rounds, 2, 1)
     }
 
     #[test]
@@ -661,12 +666,7 @@ mod tests {
             upper: vec![0.5, 1.5, f64::INFINITY],
         }];
         let v = view(&bins, &offsets, &y, &mappers);
-        let cfg = GbdtParams::new()
-            .rounds(1)
-            .num_leaves(31)
-            .min_data_in_leaf(20)
-            .check()
-            .unwrap();
+        let cfg = trees(1, 31, 20);
         let mut b = Booster::new(Task::Regression, cfg, 0, &v);
         let mut scratch = StepScratch::default();
         let mut asked = 0;
@@ -719,12 +719,7 @@ mod tests {
                 .collect(),
         }];
         let v = view(&bins, &offsets, &y, &mappers);
-        let cfg = GbdtParams::new()
-            .rounds(3)
-            .num_leaves(4)
-            .min_data_in_leaf(1)
-            .check()
-            .unwrap();
+        let cfg = trees(3, 4, 1);
         let mut b = Booster::new(Task::Regression, cfg, 0, &v);
         let mut scratch = StepScratch::default();
         let len = v.data.hist_len();
