@@ -14,9 +14,7 @@
 //! (as LightGBM does).
 
 use super::binning::BinMapper;
-use super::histogram::{
-    build_range, build_rows, subtract, BinnedGroup,
-};
+use super::histogram::{build_range, build_rows, subtract, BinnedGroup};
 use super::split::{best_split, totals, Rules, Split, Sums};
 use super::tree::{BinTree, Tree};
 use super::{GbdtConfig, GbdtModel};
@@ -660,7 +658,9 @@ mod tests {
         // sibling's histogram is asked for; the 40 then splits 20/20, and
         // neither may split: the round ends in that step, asking nothing.
         let bins: Vec<u8> = (0..60u8).map(|i| i / 20).collect();
-        let y: Vec<f64> = (0..60u32).map(|i| f64::from(i / 20 * (i / 20) + i % 2)).collect();
+        let y: Vec<f64> = (0..60u32)
+            .map(|i| f64::from(i / 20 * (i / 20) + i % 2))
+            .collect();
         let offsets = [0u32, 4];
         let mappers = [BinMapper {
             upper: vec![0.5, 1.5, f64::INFINITY],
@@ -711,11 +711,19 @@ mod tests {
         // leaf's rows in it, and the sum equal the one-range build, in every
         // round (which needs each leaf's rows ascending).
         let bins: Vec<u8> = (0..40u32).map(|i| ((i * 7) % 10) as u8).collect();
-        let y: Vec<f64> = (0..40u32).map(|i| f64::from((i * 7) % 10 * (i % 3))).collect();
+        let y: Vec<f64> = (0..40u32)
+            .map(|i| f64::from((i * 7) % 10 * (i % 3)))
+            .collect();
         let offsets = [0u32, 11];
         let mappers = [BinMapper {
             upper: (0..10)
-                .map(|b| if b == 9 { f64::INFINITY } else { f64::from(b) + 0.5 })
+                .map(|b| {
+                    if b == 9 {
+                        f64::INFINITY
+                    } else {
+                        f64::from(b) + 0.5
+                    }
+                })
                 .collect(),
         }];
         let v = view(&bins, &offsets, &y, &mappers);
@@ -747,13 +755,19 @@ mod tests {
             let mut halves = first;
             b.build(&v, 17..40, &mut halves);
             for (x, y) in whole.iter().zip(&halves) {
-                assert!((x - y).abs() < 1e-9, "step {steps}: {whole:?} vs {halves:?}");
+                assert!(
+                    (x - y).abs() < 1e-9,
+                    "step {steps}: {whole:?} vs {halves:?}"
+                );
             }
             b.step(&v, whole, &mut scratch);
             steps += 1;
         }
         assert_eq!(b.model(&v).trees.len(), 3);
-        assert!(steps >= 6, "{steps} steps: the trees must grow past the root");
+        assert!(
+            steps >= 6,
+            "{steps} steps: the trees must grow past the root"
+        );
     }
 
     #[test]

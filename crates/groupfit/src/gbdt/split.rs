@@ -273,7 +273,8 @@ fn best_split_impl(
             // Missing values left needs a value bin right of the threshold.
             for (i, &t) in at.iter().enumerate() {
                 let l = left(i);
-                pass[i] = u8::from(ok(l)) | (u8::from((t as usize + 1 < nb) & ok(with_nan(l))) << 1);
+                pass[i] =
+                    u8::from(ok(l)) | (u8::from((t as usize + 1 < nb) & ok(with_nan(l))) << 1);
             }
         }
         let mut t = 0;
