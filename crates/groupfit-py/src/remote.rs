@@ -423,8 +423,12 @@ impl RemoteFamily {
     fn fit_whole(&self, data: &TrainData<'_>, configs: &[ConfigEntry]) -> Result<FamilyFit> {
         let d = data.columns.len();
         let ng = data.n_groups;
-        let group_rows = rows_per_group(data.group_of, ng);
-        let placement = whole::place_whole(&group_rows, data.fit, self.workers);
+        let overhead = self.inner.model_overhead_rows(configs);
+        let weights: Vec<usize> = rows_per_group(data.group_of, ng)
+            .into_iter()
+            .map(|r| r + overhead)
+            .collect();
+        let placement = whole::place_whole(&weights, data.fit, self.workers);
         let impute = training_means(data.columns, data.rows);
         let mut shards = Vec::with_capacity(placement.len());
         for (groups, global) in placement {

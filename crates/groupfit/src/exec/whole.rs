@@ -72,13 +72,15 @@ pub struct WholeFit {
     pub passes_s: f64,
 }
 
-/// Places groups (`group_rows[g]` training rows, `fit[g]` whether fitted; the
-/// last entry is the global model) whole on `workers` workers, largest first
-/// to the least-loaded worker. Per worker: its groups (ascending) and whether
-/// it fits the global model. Workers with nothing to do are left out.
-pub fn place_whole(group_rows: &[usize], fit: &[bool], workers: usize) -> Vec<(Vec<usize>, bool)> {
-    let global = group_rows.len().saturating_sub(1);
-    super::remote::place(group_rows, fit, workers, usize::MAX)
+/// Places groups (`weights[g]` the cost of group `g`'s models in training
+/// rows: its rows plus the family's [`crate::family::Family::model_overhead_rows`];
+/// `fit[g]` whether fitted; the last entry is the global model) whole on
+/// `workers` workers, largest first to the least-loaded worker. Per worker:
+/// its groups (ascending) and whether it fits the global model. Workers with
+/// nothing to do are left out.
+pub fn place_whole(weights: &[usize], fit: &[bool], workers: usize) -> Vec<(Vec<usize>, bool)> {
+    let global = weights.len().saturating_sub(1);
+    super::remote::place(weights, fit, workers, usize::MAX)
         .into_iter()
         .filter(|pieces| !pieces.is_empty())
         .map(|pieces| {
@@ -189,5 +191,14 @@ mod tests {
         // One worker takes everything; more workers than units leave some idle.
         assert_eq!(place_whole(&rows, &fit, 1), vec![(vec![0, 1, 2], true)]);
         assert_eq!(place_whole(&rows, &fit, 8).len(), 4);
+        // A per-model overhead of 3,000 rows: the global model (8,600) and
+        // group 0 (8,000) first, group 1 (3,300) to the lighter 8,000, then
+        // group 2 (3,200) to the global model's worker (8,600 < 11,300);
+        // by rows alone it joined the other groups.
+        let weights: Vec<usize> = rows.iter().map(|r| r + 3000).collect();
+        assert_eq!(
+            place_whole(&weights, &fit, 2),
+            vec![(vec![2], true), (vec![0, 1], false)]
+        );
     }
 }
