@@ -344,14 +344,14 @@ impl Booster {
             Some(mut g) => {
                 let (small, large) = g.pending;
                 let mut parent = g.leaves[large].hist.take().expect("parent histogram");
-                let mut bufs = vec![(small, hist)];
-                if self.may_split(&g.leaves[large]) {
-                    subtract(&mut parent, &bufs[0].1);
-                    bufs.push((large, parent));
+                let sibling = if self.may_split(&g.leaves[large]) {
+                    subtract(&mut parent, &hist);
+                    Some((large, parent))
                 } else {
                     pool.put(parent);
-                }
-                for (leaf, buf) in bufs {
+                    None
+                };
+                for (leaf, buf) in std::iter::once((small, hist)).chain(sibling) {
                     let split = self.find(view, &g, &g.leaves[leaf], &buf);
                     if split.is_some() {
                         g.leaves[leaf].hist = Some(buf);
