@@ -86,8 +86,8 @@ enum Next {
     Done,
     /// Split a leaf; the smaller child's histogram is wanted.
     Build,
-    /// Split a leaf whose children may not split; its histogram is returned.
-    NoHistograms(Option<Vec<f64>>),
+    /// Split a leaf whose children may not split: no histogram is wanted.
+    Again,
 }
 
 #[derive(Debug)]
@@ -364,7 +364,7 @@ impl Booster {
             }
         };
         loop {
-            match self.split_next(view, &mut g, tmp) {
+            match self.split_next(view, &mut g, pool, tmp) {
                 Next::Done => {
                     self.finish_round(view, g, pool);
                     return true;
@@ -375,17 +375,19 @@ impl Booster {
                 }
                 // Neither new leaf may split: no histograms are needed, the
                 // next leaf is split at once.
-                Next::NoHistograms(parent) => {
-                    if let Some(h) = parent {
-                        pool.put(h);
-                    }
-                }
+                Next::Again => {}
             }
         }
     }
 
     /// Splits the open leaf of largest gain, if any and the tree has room.
-    fn split_next(&mut self, view: &GroupView<'_>, g: &mut Grow, tmp: &mut Vec<u32>) -> Next {
+    fn split_next(
+        &mut self,
+        view: &GroupView<'_>,
+        g: &mut Grow,
+        pool: &mut HistPool,
+        tmp: &mut Vec<u32>,
+    ) -> Next {
         // The leaf to split next: the largest gain (first on ties).
         let mut next: Option<usize> = None;
         if g.leaves.len() < self.cfg.num_leaves() as usize {
@@ -418,8 +420,9 @@ impl Booster {
             *l = usize::from(g.tree.goes_left(node, b));
         }
         let rows = &mut self.order[begin..begin + count];
-        tmp.clear();
-        tmp.resize(count, 0);
+        if tmp.len() < count {
+            tmp.resize(count, 0);
+        }
         let (mut w, mut t) = (0, 0);
         for i in 0..count {
             let r = rows[i];
@@ -468,7 +471,10 @@ impl Booster {
             return Next::Done;
         }
         if !self.may_split(&g.leaves[small]) && !self.may_split(&g.leaves[large]) {
-            return Next::NoHistograms(g.leaves[large].hist.take());
+            if let Some(h) = g.leaves[large].hist.take() {
+                pool.put(h);
+            }
+            return Next::Again;
         }
         Next::Build
     }
