@@ -77,6 +77,24 @@ pub trait PassFamily: Sync {
         stats: &mut [f64],
         scratch: &mut Self::Scratch,
     );
+    /// Updates the units `units[k]`, `k` in `ks`, of `group` from their
+    /// statistics: consecutive [`PassFamily::stats_len`] slices of `stats`,
+    /// in the order of `ks`. The default calls [`PassFamily::apply`] for
+    /// each; a family may update them together, as long as each unit ends
+    /// where `apply` alone would take it.
+    fn apply_group(
+        &self,
+        group: usize,
+        units: &mut [Self::Unit],
+        ks: &[usize],
+        stats: &mut [f64],
+        scratch: &mut Self::Scratch,
+    ) {
+        let len = self.stats_len();
+        for (&k, st) in ks.iter().zip(stats.chunks_mut(len)) {
+            self.apply(group, k, &mut units[k], st, scratch);
+        }
+    }
 }
 
 /// Progress of a run, reported after every pass.
@@ -579,15 +597,7 @@ fn scan_shards<F: PassFamily>(
             buf.resize(active.len() * len, 0.0);
             family.accumulate(s.group, &active, s.rows.clone(), &mut buf, scratch);
             drop(active);
-            for (i, &k) in ks.iter().enumerate() {
-                family.apply(
-                    s.group,
-                    k,
-                    &mut units[k],
-                    &mut buf[i * len..(i + 1) * len],
-                    scratch,
-                );
-            }
+            family.apply_group(s.group, &mut units, &ks, &mut buf, scratch);
         } else {
             let units = groups[s.group].read().unwrap();
             let active = active_units(family, &units);
@@ -631,10 +641,13 @@ fn reduce_and_apply<F: PassFamily>(
                 family.combine(into, from);
             }
         }
-        let mut units = groups[g].write().unwrap();
-        for (k, stats) in head.stats.iter_mut() {
-            family.apply(g, *k, &mut units[*k], stats, scratch);
+        let ks: Vec<usize> = head.stats.iter().map(|(k, _)| *k).collect();
+        let mut stats: Vec<f64> = Vec::with_capacity(ks.len() * family.stats_len());
+        for (_, st) in &head.stats {
+            stats.extend_from_slice(st);
         }
+        let mut units = groups[g].write().unwrap();
+        family.apply_group(g, &mut units, &ks, &mut stats, scratch);
         i = j;
     }
 }

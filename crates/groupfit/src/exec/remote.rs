@@ -446,17 +446,15 @@ impl WorkerSession {
                 out.extend(ks.iter().map(|&k| k as f64));
                 out.extend_from_slice(&buf);
             } else {
-                let pen = &self.penalty[i * d..(i + 1) * d];
-                for (u, &k) in ks.iter().enumerate() {
-                    solver::apply(
-                        &mut self.units[i][k],
-                        &mut buf[u * len..(u + 1) * len],
-                        pen,
-                        &self.spec.configs[k],
-                        p.group_rows,
-                        scratch,
-                    );
-                }
+                solver::apply_batch(
+                    &mut self.units[i],
+                    &ks,
+                    &mut buf,
+                    &self.spec.configs,
+                    &self.penalty[i * d..(i + 1) * d],
+                    p.group_rows,
+                    scratch,
+                );
             }
         }
         Ok(out)
@@ -470,30 +468,30 @@ impl WorkerSession {
         let d = self.spec.d;
         let len = solver::stats_len(d);
         let scratch = self.scratch.as_mut().unwrap();
-        let mut stats = vec![0.0; len];
+        let mut stats = Vec::new();
         for (group, ks, all) in parse_partials(combined, len)? {
             let Some(i) = self.spec.pieces.iter().position(|p| p.group == group) else {
                 continue;
             };
-            let p = &self.spec.pieces[i];
-            let pen = &self.penalty[i * d..(i + 1) * d];
-            for (u, &k) in ks.iter().enumerate() {
+            for &k in &ks {
                 let unit = self.units[i]
                     .get_mut(k)
                     .ok_or_else(|| protocol("unit index out of range"))?;
                 if unit.status != Status::Active {
                     return Err(protocol("statistics for a unit that is not active"));
                 }
-                stats.copy_from_slice(&all[u * len..(u + 1) * len]);
-                solver::apply(
-                    unit,
-                    &mut stats,
-                    pen,
-                    &self.spec.configs[k],
-                    p.group_rows,
-                    scratch,
-                );
             }
+            stats.clear();
+            stats.extend_from_slice(&all[..ks.len() * len]);
+            solver::apply_batch(
+                &mut self.units[i],
+                &ks,
+                &mut stats,
+                &self.spec.configs,
+                &self.penalty[i * d..(i + 1) * d],
+                self.spec.pieces[i].group_rows,
+                scratch,
+            );
         }
         Ok(self.active())
     }

@@ -124,6 +124,26 @@ impl PassFamily for LinearPass<'_> {
             scratch,
         );
     }
+
+    fn apply_group(
+        &self,
+        group: usize,
+        units: &mut [UnitState],
+        ks: &[usize],
+        stats: &mut [f64],
+        scratch: &mut Scratch,
+    ) {
+        let d = self.matrix.d();
+        solver::apply_batch(
+            units,
+            ks,
+            stats,
+            self.configs,
+            &self.penalty[group * d..(group + 1) * d],
+            self.matrix.rows_of(group),
+            scratch,
+        );
+    }
 }
 
 /// One fitted unit.
