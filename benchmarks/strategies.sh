@@ -10,14 +10,15 @@
 # next to the results.
 #
 # Status: `auto` within 10% of the best fixed strategy is met; the scaling
-# headline (<= 1.5x) is not. 2026-12-04, 2-core AMD EPYC VM, defaults at
-# c9248f7: auto/best 1.006 (skewed4), 1.067 (zipf1000), 1.067 (tiny20000);
-# 20,000 groups / 4 groups 3.53x wall (1.438 s / 0.408 s). In a traced
-# tiny20000 run, 0.38 s is the per-group standardised layout (0.15 s for
-# skewed4) and 0.93 s the Newton passes (0.13 s), where 80,004 units each
-# factor a 33 x 33 Hessian per iteration and sum it over their ~40 rows:
-# per-unit work, not per-unit overhead, so amortising overhead alone cannot
-# close the gap.
+# headline (<= 1.5x) is not. 2026-12-04, 2-core AMD EPYC VM, at 60e3b76
+# (`REPEATS=4 STRATEGIES="tp fused hybrid auto"`): auto/best 0.985
+# (skewed4), 1.032 (zipf1000), 1.049 (tiny20000); 20,000 groups / 4 groups
+# 2.81x wall (1.146 s / 0.408 s; 3.53x at c9248f7, before the Newton systems
+# of a group were solved together in vector lanes). In a traced tiny20000
+# run, 0.14 s is the per-group standardised layout and 0.66 s the Newton
+# passes (0.14 s for skewed4), where 80,004 units each sum a 33 x 33 Hessian
+# over their ~40 rows and factor it, every iteration: per-unit work, not
+# per-unit overhead, so amortising overhead alone cannot close the gap.
 #
 #   benchmarks/strategies.sh
 #   REPEATS=1 STRATEGIES="tp auto" benchmarks/strategies.sh
