@@ -240,7 +240,7 @@ pub fn apply_batch(
 ) {
     let len = stats.len() / ks.len().max(1);
     for (kc, sc) in ks.chunks(BATCH).zip(stats.chunks_mut(BATCH * len)) {
-        // Units needing a Newton direction, as (index in the chunk, lane).
+        // `lanes[l]`: the index in the chunk of the unit solved in lane `l`.
         let mut lanes = [0usize; BATCH];
         let mut used = 0;
         for (i, (&k, st)) in kc.iter().zip(sc.chunks_mut(len)).enumerate() {
