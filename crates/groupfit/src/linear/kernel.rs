@@ -689,13 +689,55 @@ unsafe fn syrk_avx512(bt: &[f32], pp: usize, mp: usize, hc: &mut [f32]) {
                 }
                 l += 16;
             }
-            for u in 0..TILE {
-                for v in 0..TILE {
-                    hc[(jt + u) * pp + kt + v] = _mm512_reduce_add_ps(acc[u * TILE + v]);
-                }
-            }
+            let sums = hsum16(&acc);
+            // Row `u` of the tile: 4 values inside `hc` (pp x pp, kt + 4 <= pp).
+            let out = hc.as_mut_ptr();
+            let row = |u: usize| out.add((jt + u) * pp + kt);
+            _mm_storeu_ps(row(0), _mm512_extractf32x4_ps::<0>(sums));
+            _mm_storeu_ps(row(1), _mm512_extractf32x4_ps::<1>(sums));
+            _mm_storeu_ps(row(2), _mm512_extractf32x4_ps::<2>(sums));
+            _mm_storeu_ps(row(3), _mm512_extractf32x4_ps::<3>(sums));
         }
     }
+}
+
+/// The sums of 16 vectors, lane `i` holding the sum of `acc[i]`: a tree of
+/// 15 additions of whole vectors (with shuffles pairing their halves, then
+/// quarters, then lanes) instead of 16 separate horizontal sums, which cost
+/// more than the tile's products when blocks are short.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn hsum16(acc: &[std::arch::x86_64::__m512; 16]) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::*;
+    // Where each accumulator enters the tree so that lane `i` comes out
+    // holding `acc[i]`'s sum: lane `4q + e` of the result sums input
+    // `[0, 8, 4, 12][q] + [0, 2, 1, 3][e]`.
+    const AT: [usize; 16] = [0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15];
+    let mut a = [_mm512_setzero_ps(); 16];
+    for (i, &at) in AT.iter().enumerate() {
+        a[at] = acc[i];
+    }
+    // Halves: s1[i] holds a[i]'s sum in quarters 0-1, a[i + 8]'s in 2-3.
+    let s1: [__m512; 8] = std::array::from_fn(|i| {
+        let lo = _mm512_shuffle_f32x4::<0x44>(a[i], a[i + 8]);
+        let hi = _mm512_shuffle_f32x4::<0xEE>(a[i], a[i + 8]);
+        _mm512_add_ps(lo, hi)
+    });
+    // Quarters: s2[i] holds, per quarter, a[i], a[i + 8], a[i + 4], a[i + 12].
+    let s2: [__m512; 4] = std::array::from_fn(|i| {
+        let lo = _mm512_shuffle_f32x4::<0x88>(s1[i], s1[i + 4]);
+        let hi = _mm512_shuffle_f32x4::<0xDD>(s1[i], s1[i + 4]);
+        _mm512_add_ps(lo, hi)
+    });
+    // Lane pairs, then lanes, inside each quarter.
+    let s3: [__m512; 2] = std::array::from_fn(|i| {
+        let lo = _mm512_shuffle_ps::<0x44>(s2[i], s2[i + 2]);
+        let hi = _mm512_shuffle_ps::<0xEE>(s2[i], s2[i + 2]);
+        _mm512_add_ps(lo, hi)
+    });
+    let lo = _mm512_shuffle_ps::<0x88>(s3[0], s3[1]);
+    let hi = _mm512_shuffle_ps::<0xDD>(s3[0], s3[1]);
+    _mm512_add_ps(lo, hi)
 }
 
 #[cfg(target_arch = "x86_64")]
