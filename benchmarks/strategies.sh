@@ -10,15 +10,16 @@
 # next to the results.
 #
 # Status: `auto` within 10% of the best fixed strategy is met; the scaling
-# headline (<= 1.5x) is not. 2026-12-04, 2-core AMD EPYC VM, at 60e3b76
-# (`REPEATS=4 STRATEGIES="tp fused hybrid auto"`): auto/best 0.985
-# (skewed4), 1.032 (zipf1000), 1.049 (tiny20000); 20,000 groups / 4 groups
-# 2.81x wall (1.146 s / 0.408 s; 3.53x at c9248f7, before the Newton systems
-# of a group were solved together in vector lanes). In a traced tiny20000
-# run, 0.14 s is the per-group standardised layout and 0.66 s the Newton
-# passes (0.14 s for skewed4), where 80,004 units each sum a 33 x 33 Hessian
-# over their ~40 rows and factor it, every iteration: per-unit work, not
-# per-unit overhead, so amortising overhead alone cannot close the gap.
+# headline (<= 1.5x) is not. 2026-12-04, 2-core AMD EPYC VM, at f2de162
+# (`REPEATS=5`): auto/best 1.015 (skewed4), 1.004 (zipf1000), 1.082
+# (tiny20000, where every strategy does the same work, the estimates tie and
+# fused's in-order scan is ~5% faster); 20,000 groups / 4 groups 2.73x wall
+# (1.120 s / 0.411 s; 3.53x at c9248f7, before the Newton systems of a group
+# were solved together in vector lanes). In a traced tiny20000 run, 0.13-0.17
+# s is the per-group standardised layout and ~0.62 s the Newton passes (0.14
+# s for skewed4), where 80,004 units each sum a 33 x 33 Hessian over their
+# ~40 rows and factor it, every iteration: per-unit work, not per-unit
+# overhead, so amortising overhead alone cannot close the gap.
 #
 #   benchmarks/strategies.sh
 #   REPEATS=1 STRATEGIES="tp auto" benchmarks/strategies.sh
