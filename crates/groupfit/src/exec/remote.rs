@@ -482,7 +482,7 @@ impl WorkerSession {
                 }
             }
             stats.clear();
-            stats.extend_from_slice(&all[..ks.len() * len]);
+            stats.extend_from_slice(all);
             solver::apply_batch(
                 &mut self.units[i],
                 &ks,

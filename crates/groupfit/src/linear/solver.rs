@@ -238,7 +238,7 @@ pub fn apply_batch(
     n_rows: usize,
     s: &mut Scratch,
 ) {
-    let len = stats.len() / ks.len().max(1);
+    let len = stats_len(s.batch.p - 1);
     for (kc, sc) in ks.chunks(BATCH).zip(stats.chunks_mut(BATCH * len)) {
         // `lanes[l]`: the index in the chunk of the unit solved in lane `l`.
         let mut lanes = [0usize; BATCH];
