@@ -10,7 +10,8 @@
 //! floating-point summation order).
 //!
 //! * [`Strategy::Tp`] — task parallel: whole groups, largest cost first, each to
-//!   the least-loaded worker (LPT). One stage.
+//!   the least-loaded worker (LPT); each worker scans its groups in row order.
+//!   One stage.
 //! * [`Strategy::Dp`] — data parallel: each group in turn, its rows split over
 //!   all workers; one stage per group, so a reduction per group per pass.
 //! * [`Strategy::Fused`] — workers take equal-cost contiguous ranges of the
@@ -233,6 +234,11 @@ impl Plan {
                 rows: loads[g].rows.clone(),
                 whole: true,
             });
+        }
+        // Largest first decides the placement only; each worker then scans
+        // its groups in row order (sequential reads of the layout).
+        for shards in plan.iter_mut() {
+            shards.sort_by_key(|s| s.rows.start);
         }
         Plan {
             strategy: Strategy::Tp,
@@ -530,6 +536,14 @@ mod tests {
         // 5 -> w0; 3 -> w1; 3 -> w1 (3 < 5); 2 -> w0 (5 < 6); 1 -> w0 or w1 (7 vs 6) -> w1
         assert_eq!(groups, vec![vec![0, 3], vec![1, 2, 4]]);
         assert_eq!(p.makespan(&loads(&[5, 3, 3, 2, 1])), 7.0);
+        // Placed largest first, scanned in row order: sizes 1, 2, 3, 3, 5 put
+        // groups 4 and 1 on w0 and groups 2, 3 and 0 on w1.
+        let p = Plan::build(Strategy::Tp, &loads(&[1, 2, 3, 3, 5]), 2, 1, &ROWS);
+        let groups: Vec<Vec<usize>> = p.stages[0]
+            .iter()
+            .map(|w| w.iter().map(|s| s.group).collect())
+            .collect();
+        assert_eq!(groups, vec![vec![1, 4], vec![0, 2, 3]]);
     }
 
     #[test]
