@@ -104,6 +104,9 @@ impl Rules {
     }
 }
 
+/// Thresholds of a feature whose gains seed the filter before any split is found.
+const SEED_THRESHOLDS: usize = 16;
+
 /// A chosen split.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Split {
@@ -186,7 +189,9 @@ unsafe fn best_split_avx2(
 /// cannot win); then,
 /// without branches (it vectorises), which thresholds pass the side
 /// constraints and [`Rules::may_beat`] against the best gain at the start of
-/// the feature; then, in threshold order, the exact gain of those only. The
+/// the feature (before any split is found, the best gain of a few sampled
+/// thresholds of the feature: a lower bound of the best split's gain); then,
+/// in threshold order, the exact gain of those only. The
 /// thresholds are tried in the same order, with the same sums and the same
 /// strict comparison as a plain scan, so the split is the plain scan's.
 #[inline(always)]
@@ -247,7 +252,32 @@ fn best_split_impl(
             pn[i] = n;
         }
         let last = at.len();
-        let target = parent + best_gain;
+        // Until a split is found, the filter below would pass every threshold
+        // of positive gain (most of them). The gain of any valid threshold
+        // is a lower bound of the best split's: take the largest at a few
+        // evenly spaced thresholds as the filter's floor. The thresholds that
+        // can win still pass it, so the split chosen is the same.
+        let mut floor = best_gain;
+        if best.is_none() && last > 0 {
+            let step = (last / SEED_THRESHOLDS).max(1);
+            let mut i = step / 2;
+            while i < last {
+                let l = Sums {
+                    g: pg[i],
+                    h: ph[i],
+                    n: pn[i],
+                };
+                let r = total.sub(l);
+                if rules.ok(l) & rules.ok(r) {
+                    let gain = rules.gain(l) + rules.gain(r) - parent;
+                    if gain > floor {
+                        floor = gain;
+                    }
+                }
+                i += step;
+            }
+        }
+        let target = parent + floor;
         // The left side of the `i`-th threshold tried, with missing values
         // right or left.
         let left = |i: usize| Sums {
