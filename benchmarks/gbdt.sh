@@ -13,12 +13,16 @@
 #
 # Status: the speed target (>= 10x faster than lightgbm-joblib) is not met.
 # 2026-12-04, 2-core AMD EPYC VM, `SYSTEMS=lightgbm-joblib FLIGHTS=1
-# REPEATS=1` at c9248f7 (one run): groupfit 39.8 s wall against
-# lightgbm-joblib 97.2 s (2.4x), valid_logloss 0.56706 against 0.56884
-# (-0.00178). The VM's speed varies by 10-15% between runs, so quote ratios
-# from one run only. Histogram building is 36% of the thread time in the
-# passes (24.0 of 67.4 thread-s), the split search most of the rest (34% of
-# all `perf` samples; 47% on the small groups alone). Where the time goes,
+# REPEATS=1` at 455c9d2 (one run): groupfit 38.8 s wall against
+# lightgbm-joblib 100.8 s (2.6x; 2.4x at c9248f7, before the split search's
+# seeded filter and the AVX-512 histogram subtraction), valid_logloss
+# 0.56706 against 0.56884 (-0.00178). The VM's speed varies by 10-15%
+# between runs, so quote ratios from one run only. Histogram building is
+# 39% of the thread time in the passes (25.4 of 65.5 thread-s), the split
+# search most of the rest (32% of all `perf` samples in a 20-round run).
+# Choosing each group's config (scoring every booster on its validation
+# rows, tree by tree) takes 3.4 s of the 38.8, 1.8 s of it the global
+# model's 200,000 rows. Where the time goes,
 # by group size (the same data cut in two, 100 rounds; groupfit's runs
 # include a global model over the part's rows, LightGBM's have none): the 21
 # groups with >= 5,000 training rows (463,510 of 799,859 rows) take groupfit
@@ -27,8 +31,9 @@
 # with the small groups free: on a large group a booster does LightGBM's
 # work (per-row histograms, a search over every bin) at about LightGBM's
 # speed; only the per-model overhead LightGBM pays on small groups is ours
-# to remove. Flights (step 2, 174 routes): groupfit 4.3 s against 7.8 s,
-# validation RMSE 19.557 against 19.590 (-0.17%; the target is within 1%).
+# to remove (these group-size figures are from c9248f7). Flights (step 2,
+# 174 routes, at 455c9d2): groupfit 4.9 s against 8.8 s, validation RMSE
+# 19.557 against 19.590 (-0.17%; the target is within 1%).
 #
 #   benchmarks/gbdt.sh
 #   SYSTEMS="lightgbm-joblib" FLIGHTS=0 benchmarks/gbdt.sh
