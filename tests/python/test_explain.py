@@ -52,6 +52,9 @@ def test_explain_prices_every_strategy_and_trains_nothing(gf, tmp_path, cache_di
     assert by["dp"]["sync_s"] > by["tp"]["sync_s"]
     c = e["calibration"]
     assert c["row_unit_ns"] > 0 and c["stage_us"] > 0 and c["combine_ns"] > 0
+    # Every group here is small enough for an exact Hessian on every row, so
+    # no row costs more than another.
+    assert c["heavy_unit_ns"] == 0
     assert c["cache_file"] == str(cache_dir / "calibration.json")
 
 

@@ -270,8 +270,13 @@ fn explain(a: ExplainArgs) -> Result<()> {
         e.workers
     ));
     emit(&format!(
-        "cost model: {:.2} ns per unit-row, {:.2} us per update, {:.2} us per shard (pilot run on this data); {:.1} us per stage, {:.2} ns per combined statistic ({} on {}, {})",
+        "cost model: {:.2} ns per unit-row{}, {:.2} us per update, {:.2} us per shard (pilot run on this data); {:.1} us per stage, {:.2} ns per combined statistic ({} on {}, {})",
         c.row_unit_ns,
+        if c.heavy_unit_ns > 0.0 {
+            format!(" (+{:.2} ns where the Hessian is summed)", c.heavy_unit_ns)
+        } else {
+            String::new()
+        },
         c.apply_unit_us,
         c.shard_us,
         c.stage_us,

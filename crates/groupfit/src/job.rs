@@ -409,6 +409,9 @@ pub struct Calibration {
     pub cache_file: Option<String>,
     /// Nanoseconds per unit-row of the family's scan (pilot run on this data).
     pub row_unit_ns: f64,
+    /// Extra nanoseconds per unit-row of a heavy row (the linear family's
+    /// Hessian sample; pilot run), 0 for families without heavy rows.
+    pub heavy_unit_ns: f64,
     /// Microseconds per unit update (pilot run).
     pub apply_unit_us: f64,
     /// Microseconds of fixed cost per shard (pilot run).
@@ -514,6 +517,7 @@ fn explain_output(
             cached: e.machine.cached,
             cache_file: crate::exec::calibrate::cache_path().map(|p| p.display().to_string()),
             row_unit_ns: e.cost.row_unit_ns,
+            heavy_unit_ns: e.cost.heavy_unit_ns,
             apply_unit_us: e.cost.apply_unit_us,
             shard_us: e.cost.shard_us,
             stage_us: e.cost.stage_us,

@@ -9,10 +9,12 @@
 //!   `$XDG_CACHE_HOME/groupfit`, else `~/.cache/groupfit`; entries older than
 //!   30 days are measured again. Nothing breaks when the cache cannot be
 //!   written: the constants are then measured on every run (a few ms).
-//! * **family constants** — nanoseconds per unit-row of `accumulate`, the fixed
-//!   cost of a shard, microseconds per `apply` — come from a short pilot run on
-//!   the job's own data: the largest group's active units over one block and
-//!   over up to 32 blocks, best of five.
+//! * **family constants** — nanoseconds per unit-row of `accumulate` (and
+//!   the extra of a heavy row, `PassFamily::heavy_rows`), the fixed cost of a
+//!   shard, microseconds per unit of `apply_group` — come from a short pilot
+//!   run on the job's own data: the largest group's active units over its
+//!   first block, over up to 32 blocks and, when the first block is heavy and
+//!   the second not, over the second; best of five each.
 
 use std::path::PathBuf;
 use std::sync::RwLock;
@@ -205,13 +207,18 @@ pub fn cost_model<F: PassFamily>(
     let len = family.stats_len();
     let align = family.align().max(1);
     // The largest group with active units.
+    let has_active = |g: usize| {
+        groups[g]
+            .read()
+            .unwrap()
+            .iter()
+            .any(|x| family.is_active(x))
+    };
     let pick = (0..groups.len())
-        .filter(|&g| {
-            let u = groups[g].read().unwrap();
-            u.iter().any(|x| family.is_active(x))
-        })
+        .filter(|&g| has_active(g))
         .max_by_key(|&g| (rows[g].len(), std::cmp::Reverse(g)));
-    let (mut row_unit_ns, mut shard_us, mut apply_unit_us) = (1.0, 1.0, 1.0);
+    let (mut row_unit_ns, mut heavy_unit_ns, mut shard_us, mut apply_unit_us) =
+        (1.0, 0.0, 1.0, 1.0);
     if let Some(g) = pick {
         let units = groups[g].read().unwrap();
         let real = active_units(family, &units);
@@ -225,13 +232,16 @@ pub fn cost_model<F: PassFamily>(
             Some(c) => c.iter().map(|(k, u)| (*k, u)).collect(),
             None => real.iter().copied().collect(),
         };
-        let u = active.len();
+        let u = active.len() as f64;
         let mut scratch = family.scratch();
-        let mut out = vec![0.0; u * len];
+        let mut out = vec![0.0; active.len() * len];
         let r = rows[g].clone();
-        let small = r.start..(r.start + align).min(r.end);
+        let block =
+            |i: usize| (r.start + i * align).min(r.end)..(r.start + (i + 1) * align).min(r.end);
+        let small = block(0);
         let big_blocks = (r.len() / align).clamp(1, 32);
         let big = r.start..(r.start + big_blocks * align).min(r.end);
+        let second = block(1);
         let mut time = |rows: std::ops::Range<usize>| {
             best(5, || {
                 out.iter_mut().for_each(|v| *v = 0.0);
@@ -239,33 +249,55 @@ pub fn cost_model<F: PassFamily>(
             })
             .as_secs_f64()
         };
+        let heavy = |rows: &std::ops::Range<usize>| family.heavy_rows(g, rows.clone()) as f64;
         let t_small = time(small.clone());
         let t_big = time(big.clone());
-        let extra = big.len().saturating_sub(small.len());
-        if extra > 0 && t_big > t_small {
-            row_unit_ns = (t_big - t_small) * 1e9 / (extra * u) as f64;
-            shard_us =
-                ((t_small - small.len() as f64 * u as f64 * row_unit_ns * 1e-9) * 1e6).max(0.0);
+        let extra = big.len().saturating_sub(small.len()) as f64;
+        // A second block as long as the first and without heavy rows where
+        // the first is all heavy: the two differ by the heavy rows' extra
+        // alone, which then is told apart from the shard's fixed cost.
+        let split = (second.len() == small.len()
+            && heavy(&second) == 0.0
+            && heavy(&small) == small.len() as f64
+            && extra > 0.0)
+            .then(|| {
+                let t_second = time(second.clone());
+                let n = small.len() as f64;
+                let h = ((t_small - t_second) / (u * n)).max(0.0);
+                let grad =
+                    ((t_big - t_small) - u * (heavy(&big) - heavy(&small)) * h) / (u * extra);
+                (grad > 0.0).then_some((grad, h, t_small - u * n * (grad + h)))
+            })
+            .flatten();
+        if let Some((grad, h, shard_s)) = split {
+            row_unit_ns = grad * 1e9;
+            heavy_unit_ns = h * 1e9;
+            shard_us = (shard_s * 1e6).max(0.0);
+        } else if extra > 0.0 && t_big > t_small {
+            row_unit_ns = (t_big - t_small) * 1e9 / (extra * u);
+            shard_us = ((t_small - small.len() as f64 * u * row_unit_ns * 1e-9) * 1e6).max(0.0);
         } else {
-            row_unit_ns = t_small * 1e9 / (small.len().max(1) * u) as f64;
+            row_unit_ns = t_small * 1e9 / (small.len().max(1) as f64 * u);
             shard_us = 0.0;
         }
-        // Time an update on a copy of a unit, with the statistics just gathered.
-        if let Some((k, unit)) = real.first() {
-            if let Some(mut copy) = family.pilot_unit(*k, unit) {
-                let mut stats = out[..len].to_vec();
-                let t = Instant::now();
-                family.apply(g, *k, &mut copy, &mut stats, &mut scratch);
-                apply_unit_us = t.elapsed().as_secs_f64() * 1e6;
-            } else {
-                // Without a copy to update, price the update as reading its statistics twice.
-                apply_unit_us = 2.0 * len as f64 * m.combine_ns * 1e-3;
-            }
-        }
+        // Updates are timed on a group whose statistics come from all of its
+        // rows (on part of a group, a unit may look converged and skip its
+        // solve): the largest with at most 32 blocks, else the pilot group's
+        // first 32 blocks.
+        let whole = (0..groups.len())
+            .filter(|&a| rows[a].len() <= 32 * align && has_active(a))
+            .max_by_key(|&a| (rows[a].len(), std::cmp::Reverse(a)));
+        let (ag, arows) = whole.map_or((g, big), |a| (a, rows[a].clone()));
+        drop(units);
+        apply_unit_us = time_apply(family, groups, ag, arows, &mut scratch)
+            // Without copies to update, price the update as reading its
+            // statistics twice.
+            .unwrap_or(2.0 * len as f64 * m.combine_ns * 1e-3);
     }
     (
         CostModel {
             row_unit_ns,
+            heavy_unit_ns,
             apply_unit_us,
             shard_us,
             stage_us: m.stage_us,
@@ -275,6 +307,42 @@ pub fn cost_model<F: PassFamily>(
         },
         m,
     )
+}
+
+/// Microseconds per unit of `apply_group` on copies of group `g`'s active
+/// units ([`PassFamily::pilot_unit`]), with their statistics over `rows`:
+/// best of five, each on fresh copies. `None` when the family gives no copies.
+fn time_apply<F: PassFamily>(
+    family: &F,
+    groups: &[RwLock<Vec<F::Unit>>],
+    g: usize,
+    rows: std::ops::Range<usize>,
+    scratch: &mut F::Scratch,
+) -> Option<f64> {
+    let units = groups[g].read().unwrap();
+    let fresh = || -> Option<Vec<F::Unit>> {
+        units
+            .iter()
+            .enumerate()
+            .map(|(k, x)| family.pilot_unit(k, x))
+            .collect()
+    };
+    let mut copy = fresh()?;
+    let ks: Vec<usize> = (0..units.len())
+        .filter(|&k| family.is_active(&units[k]))
+        .collect();
+    let active: Vec<(usize, &F::Unit)> = ks.iter().map(|&k| (k, &copy[k])).collect();
+    let mut stats = vec![0.0; ks.len() * family.stats_len()];
+    family.accumulate(g, &active, rows, &mut stats, scratch);
+    let mut t = Duration::MAX;
+    for _ in 0..5 {
+        let mut st = stats.clone();
+        let start = Instant::now();
+        family.apply_group(g, &mut copy, &ks, &mut st, scratch);
+        t = t.min(start.elapsed());
+        copy = fresh()?;
+    }
+    Some(t.as_secs_f64() * 1e6 / ks.len().max(1) as f64)
 }
 
 #[cfg(test)]

@@ -56,6 +56,14 @@ pub trait PassFamily: Sync {
             *a += b;
         }
     }
+    /// Of the rows `rows` of `group`, how many cost more than the others to
+    /// scan: the linear family sums the Hessian over a fixed sample of a
+    /// large group's blocks (every block of a small group), the gradient over
+    /// every row. The planner prices them with [`CostModel::heavy_unit_ns`].
+    /// 0 (the default): every row costs the same.
+    fn heavy_rows(&self, _group: usize, _rows: Range<usize>) -> usize {
+        0
+    }
     /// Bytes of state one unit keeps between passes (the planner's memory estimate).
     fn unit_bytes(&self) -> usize {
         std::mem::size_of::<Self::Unit>() + 8 * self.stats_len()
@@ -144,6 +152,7 @@ pub fn run_passes<F: PassFamily>(
     // still have some (`live`): units never become active again, and an MLP
     // run takes thousands of passes over a few groups at its end.
     let mut active = active_counts(family, &groups);
+    let heavy = heavy_counts(family, rows);
     let mut live: Vec<usize> = (0..groups.len()).filter(|&g| active[g] > 0).collect();
     let mut replan = true;
     // `auto`: groups with active units when it last chose a strategy.
@@ -176,7 +185,7 @@ pub fn run_passes<F: PassFamily>(
             }
             // Re-plan when the active counts changed (units converged).
             if replan {
-                let loads = group_loads(rows, &active);
+                let loads = group_loads(rows, &active, &heavy);
                 // `auto` chooses on the first pass and again each time the
                 // groups with active units have halved since its last choice
                 // (the end of a run, where one large group may be left, can
@@ -285,7 +294,7 @@ pub fn explain<F: PassFamily>(
     let groups: Vec<RwLock<Vec<F::Unit>>> = units.into_iter().map(RwLock::new).collect();
     let (cost, machine) = calibrate::cost_model(family, &groups, rows, workers);
     let active = active_counts(family, &groups);
-    let loads = group_loads(rows, &active);
+    let loads = group_loads(rows, &active, &heavy_counts(family, rows));
     let strategies: Vec<StrategyPlan> = Strategy::FIXED
         .iter()
         .map(|&s| {
@@ -317,13 +326,23 @@ pub fn explain<F: PassFamily>(
 }
 
 /// The planner's view of each group: its rows and active units.
-fn group_loads(rows: &[Range<usize>], active: &[usize]) -> Vec<GroupLoad> {
+fn group_loads(rows: &[Range<usize>], active: &[usize], heavy: &[usize]) -> Vec<GroupLoad> {
     rows.iter()
         .zip(active)
-        .map(|(r, &u)| GroupLoad {
+        .zip(heavy)
+        .map(|((r, &u), &h)| GroupLoad {
             rows: r.clone(),
             units: u,
+            heavy: h,
         })
+        .collect()
+}
+
+/// Heavy rows of each group ([`PassFamily::heavy_rows`]).
+fn heavy_counts<F: PassFamily>(family: &F, rows: &[Range<usize>]) -> Vec<usize> {
+    rows.iter()
+        .enumerate()
+        .map(|(g, r)| family.heavy_rows(g, r.clone()))
         .collect()
 }
 

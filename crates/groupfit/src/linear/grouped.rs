@@ -37,6 +37,18 @@ impl<'a> LinearPass<'a> {
     }
 }
 
+impl LinearPass<'_> {
+    /// The Hessian sample of `group`: every `stride`-th block.
+    fn stride(&self, group: usize) -> usize {
+        solver::hessian_stride(
+            self.task,
+            self.matrix
+                .rows_of(group)
+                .div_ceil(crate::data::layout::BLOCK),
+        )
+    }
+}
+
 impl PassFamily for LinearPass<'_> {
     type Unit = UnitState;
     type Scratch = Scratch;
@@ -60,6 +72,19 @@ impl PassFamily for LinearPass<'_> {
     fn unit_bytes(&self) -> usize {
         // Weights, the accepted point and the direction: three (d + 1) vectors.
         std::mem::size_of::<UnitState>() + 3 * 8 * (self.matrix.d() + 1)
+    }
+
+    fn heavy_rows(&self, group: usize, rows: Range<usize>) -> usize {
+        // The rows of the blocks whose Hessian `accumulate` sums.
+        if rows.is_empty() {
+            return 0;
+        }
+        let stride = self.stride(group);
+        self.matrix
+            .blocks(group, rows)
+            .filter(|b| b.index % stride == 0)
+            .map(|b| b.y.len())
+            .sum()
     }
 
     fn pilot_unit(&self, k: usize, unit: &UnitState) -> Option<UnitState> {
@@ -89,15 +114,9 @@ impl PassFamily for LinearPass<'_> {
                 c: self.configs[*k].c(),
             })
             .collect();
-        let stride = solver::hessian_stride(
-            self.task,
-            self.matrix
-                .rows_of(group)
-                .div_ceil(crate::data::layout::BLOCK),
-        );
         solver::accumulate(
             self.task,
-            stride,
+            self.stride(group),
             self.matrix.blocks(group, rows),
             &refs,
             out,
@@ -229,4 +248,45 @@ pub fn fit_grouped(
         })
         .collect();
     (fitted, report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::layout::{LayoutInput, BLOCK};
+    use crate::data::Column;
+
+    #[test]
+    fn heavy_rows_are_the_hessian_sample() {
+        // Group 0: 100 full blocks (binary: Hessian stride 100 / 48 = 2, so
+        // blocks 0, 2, ..., 98: 50 blocks); group 1: 3 blocks, the last of 10
+        // rows (stride 1: every row).
+        let (n0, n1) = (100 * BLOCK, 2 * BLOCK + 10);
+        let n = n0 + n1;
+        let cols = vec![Column::Owned((0..n).map(|i| (i % 7) as f64).collect())];
+        let y: Vec<f64> = (0..n).map(|i| (i % 2) as f64).collect();
+        let rows: Vec<u32> = (0..n as u32).collect();
+        let group_of: Vec<u32> = (0..n).map(|i| u32::from(i >= n0)).collect();
+        let m = GroupedMatrix::build(LayoutInput {
+            columns: &cols,
+            target: &y,
+            rows: &rows,
+            group_of: &group_of,
+            n_groups: 2,
+            with_global: false,
+            threads: 1,
+        })
+        .unwrap();
+        let configs = [crate::linear::LinearParams::new().check().unwrap()];
+        let binary = LinearPass::new(&m, Task::Binary, &configs);
+        let (r0, r1) = (m.range(0), m.range(1));
+        assert_eq!(binary.heavy_rows(0, r0.clone()), 50 * BLOCK);
+        // Blocks 1..5 of group 0: blocks 2 and 4.
+        let part = r0.start + BLOCK..r0.start + 5 * BLOCK;
+        assert_eq!(binary.heavy_rows(0, part), 2 * BLOCK);
+        assert_eq!(binary.heavy_rows(1, r1.clone()), n1);
+        // Squared loss: every block's Hessian.
+        let regression = LinearPass::new(&m, Task::Regression, &configs);
+        assert_eq!(regression.heavy_rows(0, r0), n0);
+    }
 }

@@ -111,12 +111,22 @@ pub struct GroupLoad {
     pub rows: Range<usize>,
     /// Units of the group still to be trained (0: the group takes no work).
     pub units: usize,
+    /// Of its rows, those whose scan also sums second-order terms (the
+    /// linear family's Hessian sample; see `PassFamily::heavy_rows`).
+    pub heavy: usize,
 }
 
 impl GroupLoad {
-    /// Nanoseconds per row of the group's pass under `c` (all its units).
+    /// Nanoseconds per row of the group's pass under `c` (all its units):
+    /// the heavy rows' extra spread over its rows, so that a shard of the
+    /// group costs in proportion to its rows.
     fn per_row(&self, c: &CostModel) -> f64 {
-        self.units as f64 * c.row_unit_ns
+        let heavy = if self.rows.is_empty() {
+            0.0
+        } else {
+            self.heavy.min(self.rows.len()) as f64 / self.rows.len() as f64
+        };
+        self.units as f64 * (c.row_unit_ns + heavy * c.heavy_unit_ns)
     }
 
     /// Nanoseconds of the group's pass that do not grow with its rows: one
@@ -141,6 +151,10 @@ impl GroupLoad {
 pub struct CostModel {
     /// Nanoseconds to accumulate one unit over one row.
     pub row_unit_ns: f64,
+    /// Extra nanoseconds per unit and heavy row ([`GroupLoad::heavy`]); 0
+    /// for a family without heavy rows.
+    #[serde(default)]
+    pub heavy_unit_ns: f64,
     /// Microseconds to apply one unit's update (the family's step).
     pub apply_unit_us: f64,
     /// Microseconds of fixed cost per shard scanned.
@@ -161,6 +175,7 @@ impl CostModel {
     pub fn uncalibrated(stats_len: usize, unit_bytes: usize) -> CostModel {
         CostModel {
             row_unit_ns: 1.0,
+            heavy_unit_ns: 0.0,
             apply_unit_us: 0.0,
             shard_us: 0.0,
             stage_us: 0.0,
@@ -413,9 +428,13 @@ impl Plan {
                     shards
                         .iter()
                         .map(|s| {
-                            let u = loads[s.group].units as f64;
-                            let apply = if s.whole { u * cost.apply_unit_us } else { 0.0 };
-                            s.rows.len() as f64 * u * cost.row_unit_ns * 1e-9
+                            let l = &loads[s.group];
+                            let apply = if s.whole {
+                                l.units as f64 * cost.apply_unit_us
+                            } else {
+                                0.0
+                            };
+                            s.rows.len() as f64 * l.per_row(cost) * 1e-9
                                 + (cost.shard_us + apply) * 1e-6
                         })
                         .sum()
@@ -519,6 +538,7 @@ mod tests {
                 let l = GroupLoad {
                     rows: start..start + n,
                     units: 1,
+                    heavy: 0,
                 };
                 start += n;
                 l
@@ -574,6 +594,7 @@ mod tests {
     /// Costs of rows times units only.
     const ROWS: CostModel = CostModel {
         row_unit_ns: 1.0,
+        heavy_unit_ns: 0.0,
         apply_unit_us: 0.0,
         shard_us: 0.0,
         stage_us: 0.0,
@@ -600,6 +621,7 @@ mod tests {
             l.push(GroupLoad {
                 rows: start..start + 1,
                 units: 4,
+                heavy: 0,
             });
             start += 1;
         }
@@ -619,9 +641,33 @@ mod tests {
         assert!(p.estimate(&l, &c).idle_s < by_rows.estimate(&l, &c).idle_s / 10.0);
     }
 
+    #[test]
+    fn heavy_rows_cost_their_extra() {
+        // Two groups of 100 rows; every row of the first is heavy and costs
+        // 1 + 3 ns, the second's 1 ns: 400 + 100 ns in all, so fused's
+        // ranges of 250 ns cut the first group at row 62 (62 * 4 = 248 ns;
+        // alignment 1), and the estimate counts the extra.
+        let mut l = loads(&[100, 100]);
+        l[0].heavy = 100;
+        let c = CostModel {
+            heavy_unit_ns: 3.0,
+            ..ROWS
+        };
+        let p = Plan::build(Strategy::Fused, &l, 2, 1, &c);
+        assert_eq!(p.stages[0][0][0].rows, 0..62);
+        assert_eq!(p.stages[0][1][0].rows, 62..100);
+        let e = p.estimate(&l, &c);
+        assert!((e.compute_s - 250e-9).abs() < 1e-15, "{}", e.compute_s);
+        // A quarter of the first group's rows heavy: 1.75 ns per row.
+        l[0].heavy = 25;
+        let e = Plan::build(Strategy::Tp, &l, 1, 1, &c).estimate(&l, &c);
+        assert!((e.compute_s - 275e-9).abs() < 1e-15, "{}", e.compute_s);
+    }
+
     /// Costs with a real price on stages and updates.
     const C: CostModel = CostModel {
         row_unit_ns: 1.0,
+        heavy_unit_ns: 0.0,
         apply_unit_us: 1.0,
         shard_us: 0.1,
         stage_us: 5.0,
