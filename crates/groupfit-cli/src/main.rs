@@ -287,12 +287,21 @@ fn explain(a: ExplainArgs) -> Result<()> {
     ));
     emit("estimated first pass (every unit active):");
     emit(&format!(
-        "  {:<8} {:>10} {:>10} {:>10} {:>10} {:>8} {:>10} {:>8} {:>8}",
-        "strategy", "pass ms", "compute", "sync", "idle", "stages", "state", "whole", "cut"
+        "  {:<8} {:>10} {:>10} {:>10} {:>10} {:>8} {:>10} {:>8} {:>8} {:>8}",
+        "strategy",
+        "pass ms",
+        "compute",
+        "sync",
+        "idle",
+        "stages",
+        "state",
+        "whole",
+        "cut",
+        "jumps"
     ));
     for s in &e.strategies {
         emit(&format!(
-            "  {:<8} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>8} {:>10} {:>8} {:>8}{}",
+            "  {:<8} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>8} {:>10} {:>8} {:>8} {:>8}{}",
             s.strategy,
             s.pass_s * 1e3,
             s.compute_s * 1e3,
@@ -302,6 +311,7 @@ fn explain(a: ExplainArgs) -> Result<()> {
             fmt_bytes(s.state_bytes),
             fmt_int(s.groups_whole),
             fmt_int(s.groups_cut),
+            fmt_int(s.jumps),
             if s.strategy == e.auto {
                 "  <- auto"
             } else {

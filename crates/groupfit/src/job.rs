@@ -454,6 +454,9 @@ pub struct StrategyExplain {
     pub groups_whole: usize,
     /// Groups cut over several workers.
     pub groups_cut: usize,
+    /// Shards a worker scans after a shard they do not follow in the layout;
+    /// among estimates within 0.5% of the cheapest, `auto` takes the fewest.
+    pub jumps: usize,
     /// The largest cut groups (at most 10).
     pub cut: Vec<CutGroup>,
 }
@@ -536,6 +539,7 @@ fn explain_output(
                 stages: p.estimate.stages,
                 groups_whole: p.estimate.groups_whole,
                 groups_cut: p.estimate.groups_cut,
+                jumps: p.jumps,
                 cut: p
                     .cut
                     .iter()

@@ -264,6 +264,8 @@ pub struct StrategyPlan {
     pub estimate: Estimate,
     /// Groups cut over several workers, `(group, pieces)`, largest first.
     pub cut: Vec<(usize, usize)>,
+    /// Its [`Plan::jumps`] (how `auto` breaks ties between estimates).
+    pub jumps: usize,
 }
 
 /// What the planner would do, without training: the calibrated cost model and
@@ -309,12 +311,16 @@ pub fn explain<F: PassFamily>(
                 strategy: s,
                 estimate: p.estimate(&loads, &cost),
                 cut,
+                jumps: p.jumps(),
             }
         })
         .collect();
-    let auto = strategies
+    let cands: Vec<(f64, usize)> = strategies
         .iter()
-        .min_by(|a, b| a.estimate.total_s.total_cmp(&b.estimate.total_s))
+        .map(|p| (p.estimate.total_s, p.jumps))
+        .collect();
+    let auto = strategies
+        .get(crate::plan::pick(&cands))
         .map_or(Strategy::Tp, |p| p.strategy);
     Explain {
         cost,

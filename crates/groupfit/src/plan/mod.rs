@@ -226,13 +226,17 @@ impl Plan {
             Strategy::Dp => Plan::data_parallel(loads, workers, align),
             Strategy::Fused => Plan::fused(loads, workers, align, cost),
             Strategy::Hybrid => Plan::hybrid(loads, workers, align, cost),
-            Strategy::Auto => Strategy::FIXED
-                .iter()
-                .map(|&s| Plan::build(s, loads, workers, align, cost))
-                .map(|p| (p.estimate(loads, cost).total_s, p))
-                .min_by(|a, b| a.0.total_cmp(&b.0))
-                .map(|(_, p)| p)
-                .expect("at least one strategy"),
+            Strategy::Auto => {
+                let mut plans: Vec<Plan> = Strategy::FIXED
+                    .iter()
+                    .map(|&s| Plan::build(s, loads, workers, align, cost))
+                    .collect();
+                let cands: Vec<(f64, usize)> = plans
+                    .iter()
+                    .map(|p| (p.estimate(loads, cost).total_s, p.jumps()))
+                    .collect();
+                plans.swap_remove(pick(&cands))
+            }
         }
     }
 
@@ -374,6 +378,24 @@ impl Plan {
         }
     }
 
+    /// Shards that a worker scans right after a shard they do not follow in
+    /// the layout (another group's rows in between): each restarts the
+    /// sequential reads the cost model assumes, at a price it does not
+    /// model. Fused plans have none; task-parallel plans of many small
+    /// groups have one per group.
+    pub fn jumps(&self) -> usize {
+        self.stages
+            .iter()
+            .flatten()
+            .map(|shards| {
+                shards
+                    .windows(2)
+                    .filter(|w| w[1].rows.start != w[0].rows.end)
+                    .count()
+            })
+            .sum()
+    }
+
     /// The largest per-worker cost (rows times units), summed over stages.
     pub fn makespan(&self, loads: &[GroupLoad]) -> f64 {
         self.stages
@@ -475,6 +497,29 @@ impl Plan {
             stages: self.stages.len(),
         }
     }
+}
+
+/// Estimates within this fraction of the cheapest are ties for `auto`: the
+/// cost model is not that precise, and a tie goes to the plan with the
+/// fewest [`Plan::jumps`] (on 20,000 groups of 40 rows, fused's in-order
+/// scan was about 5% faster than task parallelism's, at equal estimates).
+pub const TIE: f64 = 0.005;
+
+/// The plan `auto` runs among candidates `(estimated seconds, jumps)`: the
+/// cheapest estimate, where those within [`TIE`] of it count as equal and the
+/// fewest jumps wins among them (then the cheaper estimate, then the first).
+pub fn pick(cands: &[(f64, usize)]) -> usize {
+    let best = cands.iter().map(|c| c.0).fold(f64::INFINITY, f64::min);
+    (0..cands.len())
+        .filter(|&i| cands[i].0 <= best * (1.0 + TIE))
+        .min_by(|&a, &b| {
+            cands[a]
+                .1
+                .cmp(&cands[b].1)
+                .then(cands[a].0.total_cmp(&cands[b].0))
+                .then(a.cmp(&b))
+        })
+        .unwrap_or(0)
 }
 
 /// `groups` by estimated cost under `c`, largest first (lower index first on
@@ -685,11 +730,7 @@ mod tests {
         // Many equal groups: nothing to cut, dp pays a stage per group.
         let even = loads(&[1_000; 20]);
         let p = Plan::build(Strategy::Auto, &even, 2, 1, &C);
-        assert!(
-            matches!(p.strategy, Strategy::Tp | Strategy::Hybrid),
-            "{:?}",
-            p.strategy
-        );
+        assert_ne!(p.strategy, Strategy::Dp);
         for l in [&skewed, &even] {
             let best = Strategy::FIXED
                 .iter()
@@ -698,8 +739,27 @@ mod tests {
             let auto = Plan::build(Strategy::Auto, l, 2, 1, &C)
                 .estimate(l, &C)
                 .total_s;
-            assert_eq!(auto, best);
+            assert!(auto <= best * (1.0 + TIE), "{auto} vs {best}");
         }
+    }
+
+    #[test]
+    fn ties_go_to_the_plan_with_fewest_jumps() {
+        // Ten equal groups: tp deals them out alternately (each worker jumps
+        // over the other's groups), fused gives each worker five in a row.
+        let even = loads(&[1_000; 10]);
+        let tp = Plan::build(Strategy::Tp, &even, 2, 1, &ROWS);
+        let fused = Plan::build(Strategy::Fused, &even, 2, 1, &ROWS);
+        assert_eq!((tp.jumps(), fused.jumps()), (8, 0));
+        assert_eq!(
+            Plan::build(Strategy::Auto, &even, 2, 1, &ROWS).strategy,
+            Strategy::Fused
+        );
+        // Within the tie band the fewest jumps win; beyond it the estimate.
+        assert_eq!(pick(&[(1.0, 8), (1.004, 0)]), 1);
+        assert_eq!(pick(&[(1.0, 8), (1.006, 0)]), 0);
+        assert_eq!(pick(&[(1.0, 3), (1.0, 3), (0.999, 3)]), 2);
+        assert_eq!(pick(&[(2.0, 0), (2.0, 0)]), 0);
     }
 
     #[test]
