@@ -331,7 +331,7 @@ pub fn explain<F: PassFamily>(
     }
 }
 
-/// The planner's view of each group: its rows and active units.
+/// The planner's view of each group: its rows, active units and heavy rows.
 fn group_loads(rows: &[Range<usize>], active: &[usize], heavy: &[usize]) -> Vec<GroupLoad> {
     rows.iter()
         .zip(active)
