@@ -9,17 +9,23 @@
 # (20,000 groups against 4 groups). `explain` output for each regime is kept
 # next to the results.
 #
-# Status: `auto` within 10% of the best fixed strategy is met; the scaling
-# headline (<= 1.5x) is not. 2026-12-04, 2-core AMD EPYC VM, at f2de162
-# (`REPEATS=5`): auto/best 1.015 (skewed4), 1.004 (zipf1000), 1.082
-# (tiny20000, where every strategy does the same work, the estimates tie and
-# fused's in-order scan is ~5% faster); 20,000 groups / 4 groups 2.73x wall
-# (1.120 s / 0.411 s; 3.53x at c9248f7, before the Newton systems of a group
-# were solved together in vector lanes). In a traced tiny20000 run, 0.13-0.17
-# s is the per-group standardised layout and ~0.62 s the Newton passes (0.14
-# s for skewed4), where 80,004 units each sum a 33 x 33 Hessian over their
-# ~40 rows and factor it, every iteration: per-unit work, not per-unit
-# overhead, so amortising overhead alone cannot close the gap.
+# Status: the scaling headline (<= 1.5x) is not met; `auto` within 10% of
+# the best fixed strategy holds in most runs, within the VM's noise.
+# 2026-12-04, 2-core AMD EPYC VM, engine at af12dad (`REPEATS=5`, strategies
+# interleaved within each repeat), two runs: `auto` chose fused in every
+# regime, the same plan as the fixed `fused` column, so its ratio to the best
+# fixed strategy is mostly run-to-run noise of equal plans (the layout's
+# first-touch page faults alone vary by 50 ms): auto/best 1.107 and 1.050
+# (skewed4; best dp 0.416 s, fixed fused 0.421 s, auto 0.460 s in the
+# first), 1.061 and 1.061 (zipf1000), 1.021 and 1.011 (tiny20000). Scaling
+# 20,000 groups / 4 groups: 2.35x and 2.55x wall (1.084 s / 0.460 s; 1.159 s
+# / 0.454 s), 2.63x and 2.89x train time; it was 2.73x at f2de162, before
+# `tp` scanned each worker's groups in row order and the planner priced the
+# Hessian rows apart. In a traced tiny20000 run, 0.12-0.17 s is the
+# per-group standardised layout and ~0.56 s the Newton passes (0.13 s for
+# skewed4), where 80,004 units each sum a 33 x 33 Hessian over their ~40
+# rows and factor it, every iteration: per-unit work, not per-unit overhead,
+# so amortising overhead alone cannot close the gap.
 #
 #   benchmarks/strategies.sh
 #   REPEATS=1 STRATEGIES="tp auto" benchmarks/strategies.sh
@@ -46,8 +52,10 @@ for regime in skewed4 zipf1000 tiny20000; do
     "$BIN" explain "${args[@]}" > "$OUT/strategies-$STAMP-$regime-explain.txt"
     "$BIN" explain "${args[@]}" --json \
         | "$PY" -c 'import json,sys; d=json.load(sys.stdin); d["system"]="explain"; d["regime"]=sys.argv[1]; print(json.dumps(d))' "$regime" >> "$RESULTS"
-    for s in $STRATEGIES; do
-        for i in $(seq "$REPEATS"); do
+    # Repeats outside, strategies inside: the VM's speed drifts over minutes,
+    # and interleaving spreads the drift over every strategy alike.
+    for i in $(seq "$REPEATS"); do
+        for s in $STRATEGIES; do
             echo "$regime $s run $i ..." >&2
             "$BIN" train "${args[@]}" --strategy "$s" --out "$OUT/strategies.gfm" --json \
                 | "$PY" -c 'import json,sys; d=json.load(sys.stdin); d["system"]="groupfit"; d["regime"]=sys.argv[1]; d["requested"]=sys.argv[2]; print(json.dumps(d))' "$regime" "$s" >> "$RESULTS"
