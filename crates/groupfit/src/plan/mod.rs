@@ -254,11 +254,7 @@ impl Plan {
                 whole: true,
             });
         }
-        // Largest first decides the placement only; each worker then scans
-        // its groups in row order (sequential reads of the layout).
-        for shards in plan.iter_mut() {
-            shards.sort_by_key(|s| s.rows.start);
-        }
+        in_row_order(&mut plan);
         Plan {
             strategy: Strategy::Tp,
             stages: vec![plan],
@@ -368,9 +364,7 @@ impl Plan {
                 });
             }
         }
-        for shards in plan.iter_mut() {
-            shards.sort_by_key(|s| s.rows.start);
-        }
+        in_row_order(&mut plan);
         mark_whole(&mut plan, loads.len());
         Plan {
             strategy: Strategy::Hybrid,
@@ -558,6 +552,14 @@ fn cut_even(rows: Range<usize>, pieces: usize, align: usize) -> Vec<Range<usize>
         }
     }
     out
+}
+
+/// Puts each worker's shards in row order: placement (largest first) decides
+/// who scans what, and each worker then reads the layout front to back.
+fn in_row_order(stage: &mut Stage) {
+    for shards in stage.iter_mut() {
+        shards.sort_by_key(|s| s.rows.start);
+    }
 }
 
 /// Marks a shard whole when no other shard of the stage has rows of its group.
