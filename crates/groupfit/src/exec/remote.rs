@@ -426,6 +426,7 @@ impl WorkerSession {
                 .map(|&k| UnitRef {
                     w: &self.units[i][k].w,
                     c: self.spec.configs[k].c(),
+                    hessian: self.units[i][k].needs_hessian(),
                 })
                 .collect();
             buf.clear();

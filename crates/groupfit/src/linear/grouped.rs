@@ -112,6 +112,7 @@ impl PassFamily for LinearPass<'_> {
             .map(|(k, u)| UnitRef {
                 w: &u.w,
                 c: self.configs[*k].c(),
+                hessian: u.needs_hessian(),
             })
             .collect();
         solver::accumulate(

@@ -59,12 +59,17 @@ impl BlockScratch {
     }
 }
 
-/// One unit as the kernel sees it: weights (`d + 1`, intercept last) and its `C`.
+/// One unit as the kernel sees it: weights (`d + 1`, intercept last), its
+/// `C`, and whether it wants its Hessian.
 pub struct UnitRef<'a> {
     /// Weights.
     pub w: &'a [f64],
     /// Loss multiplier.
     pub c: f64,
+    /// Whether to sum the Hessian (false: only the loss and the gradient,
+    /// the Hessian part of the unit's statistics and its row count stay as
+    /// they are).
+    pub hessian: bool,
 }
 
 /// Adds every unit's statistics over the blocks into `out` (one
@@ -74,8 +79,9 @@ pub struct UnitRef<'a> {
 /// their group is a multiple of `hessian_stride` (1: every block).
 ///
 /// Units at the same weights (the configs of a group all start at the same
-/// point) have the same statistics up to their `C`, which every term is
-/// linear in: they are computed once and scaled.
+/// point) and the same [`UnitRef::hessian`] have the same statistics up to
+/// their `C`, which every term is linear in: they are computed once and
+/// scaled.
 pub fn accumulate_blocks<'a>(
     task: Task,
     hessian_stride: usize,
@@ -157,11 +163,15 @@ fn accumulate_impl<'a>(
     let binary = task == Task::Binary;
     let stride = hessian_stride.max(1);
     let lanes_per_unit = 2 * p * 8;
+    // Squared loss: the Hessian's feature part is shared by every unit that wants it.
+    let any_h = units.iter().any(|u| u.hessian);
     s.lanes.clear();
     s.lanes.resize(units.len() * lanes_per_unit, 0.0);
     s.same_as.clear();
     for (u, unit) in units.iter().enumerate() {
-        let first = (0..u).find(|&v| s.same_as[v] == v && units[v].w == unit.w);
+        let first = (0..u).find(|&v| {
+            s.same_as[v] == v && units[v].hessian == unit.hessian && units[v].w == unit.w
+        });
         s.same_as.push(first.unwrap_or(u));
     }
     // Units that others copy keep their statistics from before this call:
@@ -187,8 +197,8 @@ fn accumulate_impl<'a>(
                 && dp >= d
                 && dp * dp <= s.hc.len()
         );
-        let with_h = blk.index % stride == 0;
-        if !binary && with_h {
+        let block_h = blk.index % stride == 0;
+        if !binary && block_h && any_h {
             syrk_upper(x, wd, dp, &mut s.hc);
             for j in 0..d {
                 let row = &x[j * wd..j * wd + wd];
@@ -207,6 +217,7 @@ fn accumulate_impl<'a>(
             }
             let o = &mut out[u * len..(u + 1) * len];
             let c = unit.c;
+            let with_h = block_h && unit.hessian;
             margins(x, wd, d, unit.w, &mut s.z[..wd], avx512);
             let (loss, rsum, chsum) = if binary {
                 logistic_terms(
@@ -877,7 +888,11 @@ mod tests {
                 task,
                 1,
                 &mut std::iter::once(blk),
-                &[UnitRef { w: &w, c }],
+                &[UnitRef {
+                    w: &w,
+                    c,
+                    hessian: true,
+                }],
                 &mut out,
                 &mut s,
             );
@@ -925,17 +940,39 @@ mod tests {
         let sample = Sample::new(d, m);
         let (dp, blk) = (sample.dp, sample.block());
         let (w0, w1) = ([0.1, -0.3, 0.2, 0.0, 0.1, -0.2], [0.0; 6]);
-        // Units 0, 2 and 3 share weights, unit 1 differs; `out` starts non-zero.
+        // Units 0, 2, 3 and 4 share weights, unit 1 differs, unit 4 wants no
+        // Hessian; `out` starts non-zero.
         let units = [
-            UnitRef { w: &w0, c: 0.5 },
-            UnitRef { w: &w1, c: 2.0 },
-            UnitRef { w: &w0, c: 4.0 },
-            UnitRef { w: &w0, c: 0.25 },
+            UnitRef {
+                w: &w0,
+                c: 0.5,
+                hessian: true,
+            },
+            UnitRef {
+                w: &w1,
+                c: 2.0,
+                hessian: true,
+            },
+            UnitRef {
+                w: &w0,
+                c: 4.0,
+                hessian: true,
+            },
+            UnitRef {
+                w: &w0,
+                c: 0.25,
+                hessian: true,
+            },
+            UnitRef {
+                w: &w0,
+                c: 1.5,
+                hessian: false,
+            },
         ];
         let len = 1 + (d + 1) * (d + 2) + 1;
         for task in [Task::Binary, Task::Regression] {
             let mut s = BlockScratch::new(dp);
-            let start: Vec<f64> = (0..4 * len).map(|i| (i % 7) as f64).collect();
+            let start: Vec<f64> = (0..units.len() * len).map(|i| (i % 7) as f64).collect();
             let mut together = start.clone();
             accumulate_blocks(
                 task,
@@ -950,6 +987,7 @@ mod tests {
                 let one = [UnitRef {
                     w: unit.w,
                     c: unit.c,
+                    hessian: unit.hessian,
                 }];
                 accumulate_blocks(task, 1, &mut std::iter::once(blk), &one, &mut alone, &mut s);
                 for (i, (a, t)) in alone
@@ -965,6 +1003,24 @@ mod tests {
                         (a - t).abs() <= tol * (1.0 + a.abs()),
                         "{task:?} unit {u} stat {i}: {t} vs alone {a}"
                     );
+                    // Without its Hessian, a unit's Hessian and row count stay put.
+                    if !unit.hessian && i > d + 1 {
+                        assert_eq!(*t, start[u * len + i], "{task:?} unit {u} stat {i}");
+                    }
+                }
+                // Its loss and gradient are the others' at the same weights.
+                if !unit.hessian {
+                    let k = unit.c / units[0].c;
+                    for i in 0..=d + 1 {
+                        let (t, o) = (
+                            together[u * len + i] - start[u * len + i],
+                            together[i] - start[i],
+                        );
+                        assert!(
+                            (t - k * o).abs() <= 1e-12 * (1.0 + t.abs()),
+                            "{task:?} stat {i}"
+                        );
+                    }
                 }
             }
         }

@@ -7,8 +7,9 @@
 //!   statistics buffer of [`stats_len`] values.
 //! * [`combine`] — partial statistics of one unit add up.
 //! * [`apply`] — the *update*: with the unit's statistics over all its rows,
-//!   add the penalty, run the Armijo line-search test, test convergence and take
-//!   the next Newton step.
+//!   add the penalty, run the Armijo line-search test, test convergence, take
+//!   the next Newton step, and decide whether the next pass needs the
+//!   Hessian ([`UnitState::needs_hessian`]).
 //!
 //! The three functions hold no threads and no global state; callers own every
 //! buffer (a [`Scratch`] per worker), so the hot loop does not allocate.
@@ -94,6 +95,10 @@ pub struct UnitState {
     pub objective: f64,
     /// Largest gradient entry at the last accepted point.
     pub grad_max: f64,
+    /// Largest gradient entry at the accepted point before it (`NaN`: none).
+    grad_prev: f64,
+    /// Whether the next pass must sum the Hessian (see [`UnitState::needs_hessian`]).
+    hessian: bool,
 }
 
 impl UnitState {
@@ -124,10 +129,23 @@ impl UnitState {
             status: Status::Active,
             objective: f64::NAN,
             grad_max: f64::NAN,
+            grad_prev: f64::NAN,
+            hessian: true,
         }
     }
 
-    /// Appends the state to `out` as `f64` values (`3 (d + 1) + 8` of them):
+    /// Whether the next pass must sum this unit's Hessian. A pass only
+    /// needs it where the update takes a Newton step; the update predicts
+    /// when the next point will be the last one (the iteration limit, or a
+    /// gradient below the tolerance by Newton's quadratic convergence, see
+    /// [`PREDICT_CONVERGED`]) and asks for the loss and gradient alone. A
+    /// wrong guess costs the unit one more pass at the same point, with the
+    /// Hessian: every unit takes the same steps either way.
+    pub fn needs_hessian(&self) -> bool {
+        self.hessian
+    }
+
+    /// Appends the state to `out` as `f64` values (`3 (d + 1) + 10` of them):
     /// what a remote worker's snapshot holds.
     pub fn save(&self, out: &mut Vec<f64>) {
         out.extend_from_slice(&self.w);
@@ -147,6 +165,8 @@ impl UnitState {
             status,
             self.objective,
             self.grad_max,
+            self.grad_prev,
+            f64::from(u8::from(self.hessian)),
         ]);
     }
 
@@ -155,7 +175,7 @@ impl UnitState {
     /// when `v` is too short or malformed.
     pub fn load(&mut self, v: &[f64]) -> Option<usize> {
         let p = self.w.len();
-        let n = 3 * p + 8;
+        let n = 3 * p + 10;
         if v.len() < n {
             return None;
         }
@@ -171,7 +191,12 @@ impl UnitState {
         };
         (self.f_base, self.slope, self.alpha) = (t[0], t[1], t[2]);
         (self.iter, self.passes) = (t[3] as u32, t[4] as u32);
-        (self.objective, self.grad_max) = (t[6], t[7]);
+        (self.objective, self.grad_max, self.grad_prev) = (t[6], t[7], t[8]);
+        self.hessian = match t[9] {
+            0.0 => false,
+            1.0 => true,
+            _ => return None,
+        };
         Some(n)
     }
 }
@@ -284,6 +309,9 @@ fn prepare(
     } else {
         1.0
     };
+    // Over every row, the Hessian is exact and Newton converges quadratically;
+    // over a sample, only linearly (the prediction below does not hold).
+    let exact = h_rows[0] == n_rows as f64;
     if scale != 1.0 {
         for j in 0..p {
             for v in &mut h[j * p + j..(j + 1) * p] {
@@ -300,6 +328,8 @@ fn prepare(
     if u.iter > 0 {
         let armijo = f <= u.f_base + 1e-4 * u.alpha * u.slope + 1e-12 * u.f_base.abs();
         if !armijo || !f.is_finite() {
+            // The next point is a shorter step: no prediction for it.
+            u.hessian = true;
             u.alpha *= 0.5;
             if u.alpha < 1e-10 {
                 // No further decrease is possible in floating point: stay at the base.
@@ -316,7 +346,8 @@ fn prepare(
     }
     u.objective = f;
     u.grad_max = g.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    if u.grad_max <= cfg.tol() * cfg.c() * n_rows.max(1) as f64 {
+    let tol = cfg.tol() * cfg.c() * n_rows.max(1) as f64;
+    if u.grad_max <= tol {
         u.status = Status::Converged;
         return false;
     }
@@ -324,8 +355,31 @@ fn prepare(
         u.status = Status::MaxIter;
         return false;
     }
+    if !u.hessian {
+        // Predicted the last point, and it is not: the next pass evaluates
+        // the same point again, with the Hessian (the line search accepts it
+        // again: same loss).
+        u.hessian = true;
+        return false;
+    }
+    // A Newton step follows. The next point is the last one when the
+    // iteration limit stops there, or when, after a full step with the exact
+    // Hessian, the gradient shrinks as fast again as it did over the last
+    // step: quadratic convergence, `g_next ~ g^2 / g_prev^2 * g`.
+    let last = u.iter + 1 >= cfg.max_iter()
+        || (exact
+            && u.alpha == 1.0
+            && u.grad_max.powi(3) <= PREDICT_CONVERGED * tol * u.grad_prev * u.grad_prev);
+    u.grad_prev = u.grad_max;
+    u.hessian = !last;
     true
 }
+
+/// How far below the tolerance the predicted gradient of the next point must
+/// be for a pass to skip its Hessian. On the benchmark's 20,000 groups of
+/// 40 rows (4 configs) it predicts 89% of the units' last points and is
+/// wrong for 0.4% of units.
+pub const PREDICT_CONVERGED: f64 = 0.3;
 
 /// The second half of an update: with the Newton direction in `u.dir`,
 /// checks it is a descent direction and sets `u.w` to the full step.
@@ -645,6 +699,7 @@ mod tests {
             &[UnitRef {
                 w: &[0.0, 0.0],
                 c: 2.0,
+                hessian: true,
             }],
             &mut out,
             &mut s,
@@ -671,10 +726,15 @@ mod tests {
         let m = matrix(&cols, &y);
         let w = [0.3, -0.2, 0.1, 0.05];
         let units = [
-            UnitRef { w: &w, c: 0.7 },
+            UnitRef {
+                w: &w,
+                c: 0.7,
+                hessian: true,
+            },
             UnitRef {
                 w: &[0.0; 4],
                 c: 2.0,
+                hessian: true,
             },
         ];
         let len = stats_len(3);
@@ -698,6 +758,80 @@ mod tests {
         }
     }
 
+    /// Fits one binary unit to convergence; `force(pass, unit)` may override
+    /// whether each pass sums the Hessian. Returns the unit, the passes and
+    /// how many of them skipped the Hessian.
+    fn fit_forcing(force: &dyn Fn(usize, &UnitState) -> Option<bool>) -> (UnitState, usize, usize) {
+        let (n, d) = (400, 4);
+        let cols: Vec<Vec<f64>> = (0..d)
+            .map(|j| {
+                (0..n)
+                    .map(|i| ((i * 7919 + j * 104_729) % 1009) as f64 / 504.5 - 1.0)
+                    .collect()
+            })
+            .collect();
+        let y: Vec<f64> = (0..n)
+            .map(|i| {
+                let z: f64 = (0..d).map(|j| cols[j][i] * (j as f64 - 1.5)).sum();
+                f64::from(u8::from(z + ((i * 31) % 7) as f64 / 3.5 - 1.0 > 0.0))
+            })
+            .collect();
+        let m = matrix(&cols, &y);
+        let cfg = LinearParams::new().c(10.0).tol(1e-8).check().unwrap();
+        let penalty: Vec<f64> = m.scale(0).iter().map(|s| 1.0 / (s * s)).collect();
+        let mut u = UnitState::new(Task::Binary, m.y(m.range(0)), d);
+        let mut s = Scratch::new(d, m.dp());
+        let (mut passes, mut skipped) = (0, 0);
+        while u.status == Status::Active {
+            if let Some(h) = force(passes, &u) {
+                u.hessian = h;
+            }
+            skipped += usize::from(!u.needs_hessian());
+            let mut st = vec![0.0; stats_len(d)];
+            let unit = UnitRef {
+                w: &u.w,
+                c: cfg.c(),
+                hessian: u.needs_hessian(),
+            };
+            accumulate(
+                Task::Binary,
+                1,
+                m.blocks(0, m.range(0)),
+                &[unit],
+                &mut st,
+                &mut s,
+            );
+            apply(&mut u, &mut st, &penalty, &cfg, n, &mut s);
+            passes += 1;
+        }
+        (u, passes, skipped)
+    }
+
+    #[test]
+    fn skipping_the_hessian_never_changes_a_step() {
+        let (always, passes, skipped) = fit_forcing(&|_, _| Some(true));
+        assert_eq!((always.status, skipped), (Status::Converged, 0));
+        // Predicted: the last pass skips its Hessian, and nothing else changes.
+        let (predicted, p2, s2) = fit_forcing(&|_, _| None);
+        assert_eq!((p2, s2), (passes, 1), "passes {p2} vs {passes}");
+        assert_eq!(
+            (predicted.w, predicted.iter),
+            (always.w.clone(), always.iter)
+        );
+        // Wrong guesses (no Hessian on every odd pass): each costs a pass at
+        // the same point, and the steps are the same.
+        let (wrong, p3, s3) = fit_forcing(&|pass, _| (pass % 2 == 1).then_some(false));
+        assert!(
+            s3 + 1 >= always.iter as usize && p3 == passes + s3 - 1,
+            "{p3} passes, {s3} skipped, {} iterations",
+            always.iter
+        );
+        assert_eq!(
+            (wrong.w, wrong.iter, wrong.status),
+            (always.w, always.iter, always.status)
+        );
+    }
+
     #[test]
     fn ridge_one_feature_matches_closed_form() {
         // raw problem: minimise C/2 sum (y - w x - b)^2 + w^2/2 with x centred:
@@ -716,7 +850,11 @@ mod tests {
                 Task::Regression,
                 1,
                 m.blocks(0, 0..3),
-                &[UnitRef { w: &u.w, c }],
+                &[UnitRef {
+                    w: &u.w,
+                    c,
+                    hessian: u.needs_hessian(),
+                }],
                 &mut st,
                 &mut s,
             );
