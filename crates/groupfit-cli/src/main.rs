@@ -405,7 +405,7 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 fn print_train_summary(b: &ModelBundle, s: &job::Summary, out: &Path) {
     let e = |line: String| eprintln!("{line}");
     e(format!(
-        "trained {} groups x {} configs: {} models (incl. global) in {:.2}s (load {:.2}s, train {:.2}s), strategy {}, {} passes, {} threads",
+        "trained {} groups x {} configs: {} models (incl. global) in {:.2}s (load {:.2}s, train {:.2}s), strategy {}, {} pass{}, {} threads",
         fmt_int(s.groups),
         s.configs,
         fmt_int(s.models),
@@ -414,6 +414,7 @@ fn print_train_summary(b: &ModelBundle, s: &job::Summary, out: &Path) {
         s.train_s,
         s.strategy,
         s.passes,
+        if s.passes == 1 { "" } else { "es" },
         s.threads
     ));
     e(format!(

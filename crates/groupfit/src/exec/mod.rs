@@ -76,6 +76,15 @@ pub trait PassFamily: Sync {
     fn pilot_unit(&self, _k: usize, _unit: &Self::Unit) -> Option<Self::Unit> {
         None
     }
+    /// How many updates a whole group's units may take, one after another,
+    /// in one pass of a plan that cuts no group: its rows are in cache and no
+    /// other worker's statistics are awaited, so the pass driver scans and
+    /// updates them again at once (each unit takes the same steps as over
+    /// several passes). 1 (the default): one update per pass, so progress
+    /// is reported after each.
+    fn whole_steps(&self) -> usize {
+        1
+    }
     /// Updates `unit` from its statistics over all of the group's rows.
     fn apply(
         &self,
@@ -214,7 +223,7 @@ pub fn run_passes<F: PassFamily>(
                 replan = false;
             }
             let t = std::time::Instant::now();
-            ctl.run_pass(family, &groups, &mut scratch);
+            ctl.run_pass(family, &groups, &mut scratch, max_passes - pass);
             passes_s += t.elapsed().as_secs_f64();
             pass += 1;
             if trace() {
@@ -407,6 +416,8 @@ struct Workers {
     end: SpinBarrier,
     /// The current plan; `None` tells the workers to stop.
     plan: RwLock<Option<Plan>>,
+    /// Updates a whole group may take in the current pass (set before `start`).
+    steps: AtomicUsize,
     /// Stage barrier and the cut groups' partial statistics.
     stage: SpinBarrier,
     shared: Mutex<Vec<Partial>>,
@@ -420,6 +431,7 @@ impl Workers {
             start: SpinBarrier::new(workers),
             end: SpinBarrier::new(workers),
             plan: RwLock::new(None),
+            steps: AtomicUsize::new(1),
             stage: SpinBarrier::new(workers),
             shared: Mutex::new(Vec::new()),
             panic: Mutex::new(None),
@@ -431,21 +443,30 @@ impl Workers {
         *self.plan.write().unwrap() = Some(plan);
     }
 
-    /// Runs one pass under the current plan; returns when every worker is done.
+    /// Runs one pass under the current plan; returns when every worker is
+    /// done. Under a plan that cuts no group, a whole group takes up to
+    /// [`PassFamily::whole_steps`] updates (at most `left`).
     fn run_pass<F: PassFamily>(
         &self,
         family: &F,
         groups: &[RwLock<Vec<F::Unit>>],
         scratch: &mut F::Scratch,
+        left: usize,
     ) {
         let guard = self.plan.read().unwrap();
         let plan = guard.as_ref().expect("a plan is set before a pass");
+        let steps = if plan.all_whole() {
+            family.whole_steps().clamp(1, left.max(1))
+        } else {
+            1
+        };
+        self.steps.store(steps, Ordering::Relaxed);
         // A plan with work for one worker at a time runs on the calling
         // thread alone; the others stay parked.
         if self.workers == 1 || plan.single_worker() {
             for stage in &plan.stages {
                 if let Some(shards) = stage.iter().find(|w| !w.is_empty()) {
-                    let partials = scan_shards(family, groups, shards, scratch);
+                    let partials = scan_shards(family, groups, shards, scratch, steps);
                     reduce_and_apply(family, groups, partials, scratch);
                 }
             }
@@ -478,7 +499,8 @@ impl Workers {
         for stage in &plan.stages {
             caught(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
                 || {
-                    let mine = scan_shards(family, groups, &stage[w], scratch);
+                    let steps = self.steps.load(Ordering::Relaxed);
+                    let mine = scan_shards(family, groups, &stage[w], scratch, steps);
                     if !mine.is_empty() {
                         self.shared.lock().unwrap().extend(mine);
                     }
@@ -600,12 +622,14 @@ impl Drop for StopOnDrop<'_> {
 }
 
 /// Scans one worker's shards of a stage: whole groups are accumulated and
-/// updated on the spot, cut groups return their partial statistics.
+/// updated on the spot (up to `steps` times while they have active units),
+/// cut groups return their partial statistics.
 fn scan_shards<F: PassFamily>(
     family: &F,
     groups: &[RwLock<Vec<F::Unit>>],
     shards: &[crate::plan::Shard],
     scratch: &mut F::Scratch,
+    steps: usize,
 ) -> Vec<Partial> {
     let len = family.stats_len();
     let mut buf: Vec<f64> = Vec::new();
@@ -613,16 +637,18 @@ fn scan_shards<F: PassFamily>(
     for s in shards {
         if s.whole {
             let mut units = groups[s.group].write().unwrap();
-            let active = active_units(family, &units);
-            if active.is_empty() {
-                continue;
+            for _ in 0..steps {
+                let active = active_units(family, &units);
+                if active.is_empty() {
+                    break;
+                }
+                let ks: Vec<usize> = active.iter().map(|(k, _)| *k).collect();
+                buf.clear();
+                buf.resize(active.len() * len, 0.0);
+                family.accumulate(s.group, &active, s.rows.clone(), &mut buf, scratch);
+                drop(active);
+                family.apply_group(s.group, &mut units, &ks, &mut buf, scratch);
             }
-            let ks: Vec<usize> = active.iter().map(|(k, _)| *k).collect();
-            buf.clear();
-            buf.resize(active.len() * len, 0.0);
-            family.accumulate(s.group, &active, s.rows.clone(), &mut buf, scratch);
-            drop(active);
-            family.apply_group(s.group, &mut units, &ks, &mut buf, scratch);
         } else {
             let units = groups[s.group].read().unwrap();
             let active = active_units(family, &units);
@@ -709,6 +735,8 @@ mod tests {
     struct Countdown {
         /// Set: the next `accumulate` call panics.
         armed: AtomicBool,
+        /// [`PassFamily::whole_steps`].
+        steps: usize,
     }
 
     struct Unit {
@@ -723,6 +751,9 @@ mod tests {
             1
         }
         fn scratch(&self) {}
+        fn whole_steps(&self) -> usize {
+            self.steps
+        }
         fn is_active(&self, u: &Unit) -> bool {
             u.left > 0
         }
@@ -774,6 +805,7 @@ mod tests {
         let sizes = [1000, 10, 10, 500, 1, 3];
         let family = Countdown {
             armed: AtomicBool::new(false),
+            steps: 1,
         };
         for strategy in std::iter::once(Strategy::Auto).chain(Strategy::FIXED) {
             for workers in [1, 2, 3] {
@@ -796,9 +828,51 @@ mod tests {
     }
 
     #[test]
+    fn whole_groups_take_their_steps_in_one_pass_when_none_is_cut() {
+        let sizes = [1000, 10, 10, 500, 1, 3];
+        let family = Countdown {
+            armed: AtomicBool::new(false),
+            steps: usize::MAX,
+        };
+        for strategy in Strategy::FIXED {
+            for workers in [1, 2] {
+                let (units, rows) = countdown_units(&sizes);
+                let (done, report) =
+                    run_passes(&family, units, &rows, strategy, workers, 100, &mut |_| {});
+                // Every unit still sees its rows once per update.
+                for (g, us) in done.iter().enumerate() {
+                    for (k, u) in us.iter().enumerate() {
+                        let updates = 1 + (g + k) % 4;
+                        assert_eq!((u.left, u.rows), (0, (updates * sizes[g]) as f64));
+                    }
+                }
+                let loads = group_loads(&rows, &[2; 6], &[0; 6]);
+                let cost = CostModel::uncalibrated(1, 8);
+                let plan = Plan::build(strategy, &loads, workers, 1, &cost);
+                // A plan that cuts no group finishes in one pass; a cut
+                // group (group 0: units of 1 and 2 updates) takes a pass per
+                // update.
+                assert_eq!(
+                    report.passes == 1,
+                    plan.all_whole(),
+                    "{strategy:?} x {workers}: {} passes",
+                    report.passes
+                );
+                if workers == 1 || strategy == Strategy::Tp {
+                    assert!(
+                        plan.all_whole() && report.passes == 1,
+                        "{strategy:?} x {workers}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn a_panic_in_a_worker_reaches_the_caller() {
         let family = Countdown {
             armed: AtomicBool::new(false),
+            steps: 1,
         };
         for strategy in [Strategy::Dp, Strategy::Fused, Strategy::Tp] {
             let (units, rows) = countdown_units(&[1000, 500, 300, 200]);

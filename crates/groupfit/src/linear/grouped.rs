@@ -87,6 +87,12 @@ impl PassFamily for LinearPass<'_> {
             .sum()
     }
 
+    fn whole_steps(&self) -> usize {
+        // A unit stops by itself (tolerance, `max_iter`, or a line search
+        // that cannot improve), and a pass reports nothing a user waits for.
+        usize::MAX
+    }
+
     fn pilot_unit(&self, k: usize, unit: &UnitState) -> Option<UnitState> {
         // Units of one group start at the same weights, where the kernel
         // computes their statistics once (see `kernel::accumulate_blocks`);
