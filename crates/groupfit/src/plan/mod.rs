@@ -269,17 +269,16 @@ impl Plan {
                 continue;
             }
             let mut stage = vec![Vec::new(); workers];
-            for (w, rows) in cut_even(l.rows.clone(), workers, align)
-                .into_iter()
-                .enumerate()
-            {
+            let pieces = cut_even(l.rows.clone(), workers, align);
+            // One group per stage: whole when it is not cut.
+            let whole = pieces.len() == 1;
+            for (w, rows) in pieces.into_iter().enumerate() {
                 stage[w].push(Shard {
                     group: g,
                     rows,
-                    whole: false,
+                    whole,
                 });
             }
-            mark_whole(&mut stage, loads.len());
             stages.push(stage);
         }
         Plan {
