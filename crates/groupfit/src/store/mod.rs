@@ -224,10 +224,7 @@ impl ModelBundle {
         let payload = serde_json::to_vec(self)
             .map_err(|e| GroupfitError::arg(format!("cannot encode model: {e}")))?;
         let mut out = Vec::with_capacity(HEADER + payload.len());
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-        out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        out.extend_from_slice(&header(payload.len() as u64, crc32fast::hash(&payload)));
         out.extend_from_slice(&payload);
         Ok(out)
     }
@@ -275,12 +272,34 @@ impl ModelBundle {
         Ok(bundle)
     }
 
-    /// Writes the bundle to `path` atomically.
+    /// Writes the bundle to `path` atomically: the bytes of
+    /// [`ModelBundle::to_bytes`], with the payload encoded straight into the
+    /// file (a bundle of 20,000 groups is tens of megabytes of JSON that
+    /// need not sit in memory) and the header, which holds the payload's
+    /// length and checksum, written over its placeholder at the end.
     pub fn save(&self, path: &Path) -> Result<()> {
-        let bytes = self.to_bytes()?;
+        use std::io::{Seek, SeekFrom};
+        let io = |e: std::io::Error| GroupfitError::io("write", path, e);
         write_atomic(path, |f| {
-            f.write_all(&bytes)
-                .map_err(|e| GroupfitError::io("write", path, e))
+            let (crc, len) = {
+                let mut w = CrcWriter {
+                    inner: std::io::BufWriter::with_capacity(1 << 20, &mut *f),
+                    crc: crc32fast::Hasher::new(),
+                    len: 0,
+                };
+                w.inner.write_all(&[0u8; HEADER]).map_err(io)?;
+                serde_json::to_writer(&mut w, self).map_err(|e| {
+                    if e.is_io() {
+                        GroupfitError::io("write", path, std::io::Error::from(e))
+                    } else {
+                        GroupfitError::arg(format!("cannot encode model: {e}"))
+                    }
+                })?;
+                w.inner.flush().map_err(io)?;
+                (w.crc.finalize(), w.len)
+            };
+            f.seek(SeekFrom::Start(0)).map_err(io)?;
+            f.write_all(&header(len, crc)).map_err(io)
         })
     }
 
@@ -363,6 +382,36 @@ impl ModelBundle {
             .enumerate()
             .map(|(i, g)| (display_key(&g.key), i))
             .collect()
+    }
+}
+
+/// The file header of a payload of `len` bytes with checksum `crc`.
+fn header(len: u64, crc: u32) -> [u8; HEADER] {
+    let mut h = [0u8; HEADER];
+    h[..8].copy_from_slice(MAGIC);
+    h[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    h[12..20].copy_from_slice(&len.to_le_bytes());
+    h[20..24].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+/// Passes bytes on to `inner`, counting them and updating their checksum.
+struct CrcWriter<W> {
+    inner: W,
+    crc: crc32fast::Hasher,
+    len: u64,
+}
+
+impl<W: Write> Write for CrcWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.crc.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
     }
 }
 
@@ -456,6 +505,21 @@ mod tests {
             ModelBundle::from_bytes(&newer, p),
             Err(GroupfitError::UnsupportedVersion { found: 99, .. })
         ));
+    }
+
+    #[test]
+    fn saved_file_is_to_bytes_and_loads() {
+        let b = bundle();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.gfm");
+        b.save(&path).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b.to_bytes().unwrap());
+        assert_eq!(ModelBundle::load(&path).unwrap(), b);
+        // Saving over a file replaces it whole (no tail of a longer file left).
+        std::fs::write(&path, vec![b'x'; 1 << 16]).unwrap();
+        b.save(&path).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b.to_bytes().unwrap());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]
