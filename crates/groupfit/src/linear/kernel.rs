@@ -621,18 +621,34 @@ pub fn exp_neg(a: f64) -> f64 {
     pz * scale
 }
 
-/// `ln(1 + e)` for `e` in `[0, 1]`: `2 atanh(s)`, `s = e / (2 + e) <= 1/3`, series to `s^33`.
+/// `ln(1 + e)` for `e` in `[0, 1]`, to about 1 ulp, branch-free: `2 atanh(s)`
+/// with `s = e / (2 + e)` up to `e = sqrt(2) - 1`, above it `ln 2 + 2
+/// atanh(s)` with `s = (e - 1) / (e + 3)` (`(1 + e) / 2` in place of `1 + e`),
+/// so `|s| <= 3 - 2 sqrt(2) < 0.1716` and the odd series stops at `s^19`.
 #[inline(always)]
 pub fn log1p_unit(e: f64) -> f64 {
-    let s = e / (2.0 + e);
+    const LN2_HI: f64 = 6.931_471_803_691_238_2e-1;
+    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+    let big = e > std::f64::consts::SQRT_2 - 1.0;
+    let (num, den) = if big {
+        (e - 1.0, e + 3.0)
+    } else {
+        (e, 2.0 + e)
+    };
+    let s = num / den;
     let s2 = s * s;
-    let mut acc = 1.0 / 33.0;
-    let mut k = 31.0;
+    let mut acc = 1.0 / 19.0;
+    let mut k = 17.0;
     while k >= 1.0 {
         acc = acc * s2 + 1.0 / k;
         k -= 2.0;
     }
-    2.0 * s * acc
+    let r = 2.0 * s * acc;
+    if big {
+        LN2_HI + (LN2_LO + r)
+    } else {
+        r
+    }
 }
 
 /// Upper-triangle tiles of `B B^T` for `B` = `pp` rows of `bt` of `mp`
@@ -797,8 +813,9 @@ mod tests {
             );
         }
         assert!(exp_neg(1e6) < 1e-300);
-        for i in 0..=1000 {
-            let e = i as f64 / 1000.0;
+        let edge = std::f64::consts::SQRT_2 - 1.0;
+        let near = (-50..=50).map(|k| edge + k as f64 * f64::EPSILON);
+        for e in (0..=1000).map(|i| i as f64 / 1000.0).chain(near) {
             let v = log1p_unit(e);
             assert!(
                 (v - e.ln_1p()).abs() <= 4.0 * f64::EPSILON * e.ln_1p().max(1e-300),
