@@ -13,6 +13,10 @@
 # 29.015 s (33.4x); valid_logloss 0.47643 against 0.47642 (target within
 # 0.002); 51% of the time outside the solver's data passes. Runs vary with
 # the VM's load: another run the same day gave 1.120 s against 23.552 s (21.0x).
+# 2026-12-04, 2-core AMD EPYC VM, REPEATS=3 at b416b30: groupfit 0.403 s
+# (median of 3; one pass, the fused plan cutting no group) against
+# sklearn-joblib 9.493 s (23.5x), sklearn-loop 17.005 s (42.2x), ray-tasks
+# 15.164 s (37.6x); valid_logloss 0.47643 against 0.47642.
 #
 #   benchmarks/linear.sh                 # everything
 #   SYSTEMS="sklearn-joblib" benchmarks/linear.sh

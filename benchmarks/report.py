@@ -24,7 +24,7 @@ def main(path, ref_prefix="sklearn", system="groupfit"):
     ref = next((r for r in base if r["system"].startswith(ref_prefix)), None)
     print(f"data: {path}")
     print(f"{system}: {len(ours)} runs, wall {', '.join('%.3f' % r['wall_s'] for r in ours)} s; "
-          f"strategy {gf['strategy']}, {gf['passes']} passes, "
+          f"strategy {gf['strategy']}, {gf['passes']} pass{'' if gf['passes'] == 1 else 'es'}, "
           f"time outside the solver's data passes {100 * (1 - gf['passes_s'] / gf['wall_s']):.0f}% "
           f"(load {gf['load_s']:.3f} s, passes {gf['passes_s']:.3f} s)")
     hdr = f"{'system':<16}{'models':>8}{'wall_s':>9}{'load_s':>8}{'train_s':>9}{'x groupfit':>11}{key:>15}{'valid_auc':>11}"
