@@ -10,19 +10,20 @@
 # next to the results.
 #
 # Status: the scaling headline (<= 1.5x) is not met; `auto` within 10% of
-# the best fixed strategy holds in most runs, within the VM's noise.
-# 2026-12-04, 2-core AMD EPYC VM, engine at af12dad (`REPEATS=5`, strategies
-# interleaved within each repeat), two runs: `auto` chose fused in every
-# regime, the same plan as the fixed `fused` column, so its ratio to the best
-# fixed strategy is mostly run-to-run noise of equal plans (the layout's
-# first-touch page faults alone vary by 50 ms): auto/best 1.107 and 1.050
-# (skewed4; best dp 0.416 s, fixed fused 0.421 s, auto 0.460 s in the
-# first), 1.061 and 1.061 (zipf1000), 1.021 and 1.011 (tiny20000). Scaling
-# 20,000 groups / 4 groups: 2.35x and 2.55x wall (1.084 s / 0.460 s; 1.159 s
-# / 0.454 s), 2.63x and 2.89x train time; it was 2.73x at f2de162, before
-# `tp` scanned each worker's groups in row order and the planner priced the
-# Hessian rows apart. In a traced tiny20000 run, 0.12-0.17 s is the
-# per-group standardised layout and ~0.56 s the Newton passes (0.13 s for
+# the best fixed strategy holds, within the VM's noise.
+# 2026-12-04, 2-core AMD EPYC VM, engine at 41bdbc9 (`REPEATS=5`, strategies
+# interleaved within each repeat): `auto` chose fused in every regime, the
+# same plan as the fixed `fused` column; auto/best 1.002 (skewed4), 1.033
+# (zipf1000), 1.013 (tiny20000). Scaling 20,000 groups / 4 groups: 2.23x
+# wall (0.904 s / 0.406 s), 2.53x train time (2.35x and 2.55x wall at
+# af12dad, 1.084 s / 0.460 s). Since then a pass sums a model's Hessian only
+# where a Newton step follows, a worker runs a whole group's iterations back
+# to back when the plan cuts no group (tiny20000: one pass instead of nine),
+# `auto` plans dp without zeroing a per-group array per stage (21 ms), and
+# log1p has a shorter series; skewed4 gained from the last one as well, so
+# tiny20000's 0.18 s gain moved the ratio less. In a traced tiny20000 run,
+# ~0.12 s is the per-group standardised layout (first-touch page faults of
+# this VM included) and ~0.44 s the Newton iterations (0.12 s for
 # skewed4), where 80,004 units each sum a 33 x 33 Hessian over their ~40
 # rows and factor it, every iteration: per-unit work, not per-unit overhead,
 # so amortising overhead alone cannot close the gap.
