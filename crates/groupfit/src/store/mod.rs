@@ -288,7 +288,7 @@ impl ModelBundle {
                     len: 0,
                 };
                 w.inner.write_all(&[0u8; HEADER]).map_err(io)?;
-                serde_json::to_writer(&mut w, self).map_err(|e| {
+                self.write_payload(&mut w, PARALLEL_GROUPS).map_err(|e| {
                     if e.is_io() {
                         GroupfitError::io("write", path, std::io::Error::from(e))
                     } else {
@@ -301,6 +301,83 @@ impl ModelBundle {
             f.seek(SeekFrom::Start(0)).map_err(io)?;
             f.write_all(&header(len, crc)).map_err(io)
         })
+    }
+
+    /// Writes the JSON payload: what `serde_json::to_writer(out, self)`
+    /// writes, with the groups (most of a large bundle; float formatting
+    /// dominates) encoded on several threads in chunks of at least `chunk`
+    /// groups.
+    fn write_payload(&self, out: &mut impl Write, chunk: usize) -> serde_json::Result<()> {
+        /// The bundle's fields before `groups`, in declaration order.
+        #[derive(Serialize)]
+        struct Head<'a> {
+            format_version: u32,
+            groupfit_version: &'a str,
+            family: &'a str,
+            task: Task,
+            key_columns: &'a [String],
+            features: &'a [String],
+            target: &'a str,
+            impute: &'a [f64],
+            configs: &'a [ConfigEntry],
+            global: &'a GlobalEntry,
+        }
+        let head = serde_json::to_vec(&Head {
+            format_version: self.format_version,
+            groupfit_version: &self.groupfit_version,
+            family: &self.family,
+            task: self.task,
+            key_columns: &self.key_columns,
+            features: &self.features,
+            target: &self.target,
+            impute: &self.impute,
+            configs: &self.configs,
+            global: &self.global,
+        })?;
+        // `{...}` without its closing brace, then the last two fields.
+        out.write_all(&head[..head.len() - 1])
+            .map_err(serde_json::Error::io)?;
+        out.write_all(b",\"groups\":[")
+            .map_err(serde_json::Error::io)?;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let size = self.groups.len().div_ceil(threads).max(chunk.max(1));
+        let encode = |gs: &[GroupEntry]| -> serde_json::Result<Vec<u8>> {
+            let mut buf = Vec::new();
+            for (i, g) in gs.iter().enumerate() {
+                if i > 0 {
+                    buf.push(b',');
+                }
+                serde_json::to_writer(&mut buf, g)?;
+            }
+            Ok(buf)
+        };
+        let parts: Vec<serde_json::Result<Vec<u8>>> = std::thread::scope(|sc| {
+            let handles: Vec<_> = self
+                .groups
+                .chunks(size)
+                .skip(1)
+                .map(|gs| sc.spawn(move || encode(gs)))
+                .collect();
+            let first = self.groups.chunks(size).next().map(encode);
+            first
+                .into_iter()
+                .chain(
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().expect("encoding thread panicked")),
+                )
+                .collect()
+        });
+        for (i, part) in parts.into_iter().enumerate() {
+            if i > 0 {
+                out.write_all(b",").map_err(serde_json::Error::io)?;
+            }
+            out.write_all(&part?).map_err(serde_json::Error::io)?;
+        }
+        out.write_all(b"],\"summary\":")
+            .map_err(serde_json::Error::io)?;
+        serde_json::to_writer(&mut *out, &self.summary)?;
+        out.write_all(b"}").map_err(serde_json::Error::io)
     }
 
     /// Reads a bundle written by [`ModelBundle::save`].
@@ -384,6 +461,9 @@ impl ModelBundle {
             .collect()
     }
 }
+
+/// Groups per encoding thread of [`ModelBundle::save`] at least.
+const PARALLEL_GROUPS: usize = 1024;
 
 /// The file header of a payload of `len` bytes with checksum `crc`.
 fn header(len: u64, crc: u32) -> [u8; HEADER] {
@@ -520,6 +600,43 @@ mod tests {
         b.save(&path).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b.to_bytes().unwrap());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn payload_in_chunks_is_the_whole_encoding() {
+        let mut b = bundle();
+        b.summary = serde_json::json!({"groups": 7, "passes": 1});
+        let model = b.global.model.clone();
+        for n in [0, 1, 2, 3, 7] {
+            b.groups = (0..n)
+                .map(|i| GroupEntry {
+                    key: vec![Some(format!("g{i}")), None],
+                    n_train: i,
+                    n_valid: 2 * i,
+                    route: if i % 3 == 0 {
+                        Route::Global
+                    } else {
+                        Route::Own
+                    },
+                    fallback: (i % 3 == 0).then(|| "too few rows".into()),
+                    config: (i % 3 != 0).then_some(i % 2),
+                    model: (i % 3 != 0).then(|| model.clone()),
+                    valid: Scores {
+                        logloss: Some(0.1 * i as f64),
+                        auc: None,
+                        rmse: None,
+                    },
+                    valid_by_config: vec![0.5, 1.0 / (i + 1) as f64],
+                    iterations: i as u32,
+                })
+                .collect();
+            let whole = serde_json::to_vec(&b).unwrap();
+            for chunk in [1, 2, 5] {
+                let mut out = Vec::new();
+                b.write_payload(&mut out, chunk).unwrap();
+                assert_eq!(out, whole, "{n} groups in chunks of {chunk}");
+            }
+        }
     }
 
     #[test]
