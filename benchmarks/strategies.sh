@@ -16,7 +16,9 @@
 # same plan as the fixed `fused` column; auto/best 1.002 (skewed4), 1.033
 # (zipf1000), 1.013 (tiny20000). Scaling 20,000 groups / 4 groups: 2.23x
 # wall (0.904 s / 0.406 s), 2.53x train time (2.35x and 2.55x wall at
-# af12dad, 1.084 s / 0.460 s). Since then a pass sums a model's Hessian only
+# af12dad, 1.084 s / 0.460 s). A second run at cf79302 (the bundle's groups
+# encoded on both cores): auto/best 1.021 / 1.011 / 1.036, scaling 2.23x
+# (0.891 s / 0.399 s), 2.57x train time. Since then a pass sums a model's Hessian only
 # where a Newton step follows, a worker runs a whole group's iterations back
 # to back when the plan cuts no group (tiny20000: one pass instead of nine),
 # `auto` plans dp without zeroing a per-group array per stage (21 ms), and
