@@ -633,6 +633,7 @@ fn scan_shards<F: PassFamily>(
 ) -> Vec<Partial> {
     let len = family.stats_len();
     let mut buf: Vec<f64> = Vec::new();
+    let mut ks: Vec<usize> = Vec::new();
     let mut partials = Vec::new();
     for s in shards {
         if s.whole {
@@ -642,7 +643,8 @@ fn scan_shards<F: PassFamily>(
                 if active.is_empty() {
                     break;
                 }
-                let ks: Vec<usize> = active.iter().map(|(k, _)| *k).collect();
+                ks.clear();
+                ks.extend(active.iter().map(|(k, _)| *k));
                 buf.clear();
                 buf.resize(active.len() * len, 0.0);
                 family.accumulate(s.group, &active, s.rows.clone(), &mut buf, scratch);

@@ -592,12 +592,15 @@ fn squared_terms(
     (sum8(&loss[..wd]), sum8(&r[..wd]), 0.0)
 }
 
+/// `ln 2` split in two: a high part with trailing zero bits (so `k * LN2_HI`
+/// is exact for the `k` of [`exp_neg`]) and the rest.
+const LN2_HI: f64 = 6.931_471_803_691_238_2e-1;
+const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+
 /// `e^{-a}` for `a >= 0`, to about 1 ulp, branch-free (vectorisable).
 #[inline(always)]
 pub fn exp_neg(a: f64) -> f64 {
     const LOG2E: f64 = std::f64::consts::LOG2_E;
-    const LN2_HI: f64 = 6.931_471_803_691_238_2e-1;
-    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
     const SHIFTER: f64 = 6_755_399_441_055_744.0; // 1.5 * 2^52: rounds to integer
     let x = (-a).max(-700.0);
     let kf = (x * LOG2E + SHIFTER) - SHIFTER;
@@ -627,8 +630,6 @@ pub fn exp_neg(a: f64) -> f64 {
 /// so `|s| <= 3 - 2 sqrt(2) < 0.1716` and the odd series stops at `s^19`.
 #[inline(always)]
 pub fn log1p_unit(e: f64) -> f64 {
-    const LN2_HI: f64 = 6.931_471_803_691_238_2e-1;
-    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
     let big = e > std::f64::consts::SQRT_2 - 1.0;
     let (num, den) = if big {
         (e - 1.0, e + 3.0)

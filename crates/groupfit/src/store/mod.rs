@@ -221,7 +221,8 @@ impl RowRoute {
 impl ModelBundle {
     /// Serialises to the file format.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let payload = serde_json::to_vec(self)
+        let mut payload = Vec::new();
+        self.write_payload(&mut payload, PARALLEL_GROUPS)
             .map_err(|e| GroupfitError::arg(format!("cannot encode model: {e}")))?;
         let mut out = Vec::with_capacity(HEADER + payload.len());
         out.extend_from_slice(&header(payload.len() as u64, crc32fast::hash(&payload)));
