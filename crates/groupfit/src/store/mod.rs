@@ -306,8 +306,8 @@ impl ModelBundle {
 
     /// Writes the JSON payload: what `serde_json::to_writer(out, self)`
     /// writes, with the groups (most of a large bundle; float formatting
-    /// dominates) encoded on several threads in chunks of at least `chunk`
-    /// groups.
+    /// dominates) encoded in pieces of `chunk` groups, one piece per core
+    /// at a time.
     fn write_payload(&self, out: &mut impl Write, chunk: usize) -> serde_json::Result<()> {
         /// The bundle's fields before `groups`, in declaration order.
         #[derive(Serialize)]
@@ -340,40 +340,46 @@ impl ModelBundle {
             .map_err(serde_json::Error::io)?;
         out.write_all(b",\"groups\":[")
             .map_err(serde_json::Error::io)?;
+        // Pieces of `chunk` groups, encoded `threads` at a time into buffers
+        // reused from wave to wave (a bundle's groups can be hundreds of
+        // megabytes of JSON: it never sits in memory whole, and the buffers
+        // are not regrown) and written in order.
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let size = self.groups.len().div_ceil(threads).max(chunk.max(1));
-        let encode = |gs: &[GroupEntry]| -> serde_json::Result<Vec<u8>> {
-            let mut buf = Vec::new();
+        let encode = |gs: &[GroupEntry], buf: &mut Vec<u8>| -> serde_json::Result<()> {
+            buf.clear();
             for (i, g) in gs.iter().enumerate() {
                 if i > 0 {
                     buf.push(b',');
                 }
-                serde_json::to_writer(&mut buf, g)?;
+                serde_json::to_writer(&mut *buf, g)?;
             }
-            Ok(buf)
+            Ok(())
         };
-        let parts: Vec<serde_json::Result<Vec<u8>>> = std::thread::scope(|sc| {
-            let handles: Vec<_> = self
-                .groups
-                .chunks(size)
-                .skip(1)
-                .map(|gs| sc.spawn(move || encode(gs)))
-                .collect();
-            let first = self.groups.chunks(size).next().map(encode);
-            first
-                .into_iter()
-                .chain(
-                    handles
-                        .into_iter()
-                        .map(|h| h.join().expect("encoding thread panicked")),
-                )
-                .collect()
-        });
-        for (i, part) in parts.into_iter().enumerate() {
-            if i > 0 {
-                out.write_all(b",").map_err(serde_json::Error::io)?;
+        let pieces: Vec<&[GroupEntry]> = self.groups.chunks(chunk.max(1)).collect();
+        let mut bufs: Vec<Vec<u8>> = vec![Vec::new(); threads.min(pieces.len())];
+        for (w, wave) in pieces.chunks(threads).enumerate() {
+            let done: Vec<serde_json::Result<()>> = std::thread::scope(|sc| {
+                let mut jobs = bufs.iter_mut().zip(wave);
+                let here = jobs.next().map(|(buf, gs)| (buf, *gs));
+                let handles: Vec<_> = jobs
+                    .map(|(buf, gs)| sc.spawn(move || encode(gs, buf)))
+                    .collect();
+                here.map(|(buf, gs)| encode(gs, buf))
+                    .into_iter()
+                    .chain(
+                        handles
+                            .into_iter()
+                            .map(|h| h.join().expect("encoding thread panicked")),
+                    )
+                    .collect()
+            });
+            for (i, (buf, r)) in bufs.iter().zip(done).enumerate() {
+                r?;
+                if w > 0 || i > 0 {
+                    out.write_all(b",").map_err(serde_json::Error::io)?;
+                }
+                out.write_all(buf).map_err(serde_json::Error::io)?;
             }
-            out.write_all(&part?).map_err(serde_json::Error::io)?;
         }
         out.write_all(b"],\"summary\":")
             .map_err(serde_json::Error::io)?;
@@ -463,7 +469,7 @@ impl ModelBundle {
     }
 }
 
-/// Groups per encoding thread of [`ModelBundle::save`] at least.
+/// Groups per piece that one thread of [`ModelBundle::save`] encodes.
 const PARALLEL_GROUPS: usize = 1024;
 
 /// The file header of a payload of `len` bytes with checksum `crc`.
