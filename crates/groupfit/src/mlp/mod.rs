@@ -608,7 +608,8 @@ pub fn init_params(widths: &[usize], seed: u64, group_stream: u64) -> Vec<f32> {
         .flat_map(|w| (*w as u64).to_le_bytes())
         .collect();
     let mut rng = Rng::new(&[seed, group_stream, stable_hash(&arch), 1]);
-    let mut p = Vec::new();
+    let n: usize = widths.windows(2).map(|w| w[0] * w[1] + w[1]).sum();
+    let mut p = Vec::with_capacity(n);
     for win in widths.windows(2) {
         let bound = 1.0 / (win[0] as f64).sqrt();
         for _ in 0..win[0] * win[1] + win[1] {
