@@ -16,20 +16,69 @@ pub struct BinMapper {
     pub upper: Vec<f64>,
 }
 
-/// Total order on `f64` as `u64` keys (no NaN reaches it).
+/// Total order on `f64` as `u64` keys (no NaN or `-0.0` reaches it):
+/// `2^63 + |v|` bits for `v >= 0`, `2^63 - |v|` bits below. A value read
+/// from an `f32` keeps the low 29 bits of its key zero either way, which the
+/// radix sort's skipped passes rely on.
 #[inline]
 fn key(v: f64) -> u64 {
+    const TOP: u64 = 1 << 63;
     let b = v.to_bits();
-    if b >> 63 == 1 {
-        !b
-    } else {
-        b | (1 << 63)
-    }
+    // Without a branch (signs are random): `TOP + |v|` or `TOP - |v|`.
+    let neg = (b >> 63).wrapping_neg();
+    TOP.wrapping_add(((b & !TOP) ^ neg).wrapping_sub(neg))
 }
 
 #[inline]
 fn unkey(k: u64) -> f64 {
-    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
+    const TOP: u64 = 1 << 63;
+    f64::from_bits(if k >= TOP { k - TOP } else { TOP | (TOP - k) })
+}
+
+/// Keys from which [`sort_keys`] sorts by radix rather than by comparison.
+const RADIX_MIN: usize = 4096;
+
+/// Sorts `keys[..n]`, with `keys[n..2n]` as the radix sort's buffer.
+fn sort_keys(keys: &mut [u64], n: usize) {
+    let (a, buf) = keys.split_at_mut(n);
+    if n < RADIX_MIN {
+        a.sort_unstable();
+        return;
+    }
+    // LSD radix sort on 11-bit digits; a digit every key shares is skipped
+    // (the low bits of keys read from `f32`s).
+    const BITS: usize = 11;
+    const DIGITS: usize = 64usize.div_ceil(BITS);
+    let mask = (1u64 << BITS) - 1;
+    let mut counts = vec![[0usize; 1 << BITS]; DIGITS];
+    for &k in a.iter() {
+        for (p, c) in counts.iter_mut().enumerate() {
+            c[((k >> (p * BITS)) & mask) as usize] += 1;
+        }
+    }
+    let (mut src, mut dst) = (a, &mut buf[..n]);
+    let mut in_buf = false;
+    for (p, c) in counts.iter_mut().enumerate() {
+        if c.contains(&n) {
+            continue;
+        }
+        let mut at = 0;
+        for x in c.iter_mut() {
+            let count = *x;
+            *x = at;
+            at += count;
+        }
+        for &k in src.iter() {
+            let digit = ((k >> (p * BITS)) & mask) as usize;
+            dst[c[digit]] = k;
+            c[digit] += 1;
+        }
+        std::mem::swap(&mut src, &mut dst);
+        in_buf = !in_buf;
+    }
+    if in_buf {
+        dst.copy_from_slice(src);
+    }
 }
 
 impl BinMapper {
@@ -46,7 +95,10 @@ impl BinMapper {
     ) -> Self {
         keys.clear();
         keys.extend(values.filter(|v| !v.is_nan()).map(|v| key(v + 0.0)));
-        keys.sort_unstable();
+        let n = keys.len();
+        keys.resize(if n < RADIX_MIN { n } else { 2 * n }, 0);
+        sort_keys(keys, n);
+        keys.truncate(n);
         // Distinct values with their counts.
         let mut distinct: Vec<(f64, usize)> = Vec::new();
         for &k in keys.iter() {
@@ -173,6 +225,44 @@ mod tests {
         // Fewer values than min_data_in_bin: one bin.
         let m = BinMapper::fit([1.0, 2.0].into_iter(), 255, 3, &mut s);
         assert_eq!(m.upper, vec![f64::INFINITY]);
+    }
+
+    #[test]
+    fn keys_order_values_and_sort_like_a_comparison_sort() {
+        let vals = [f64::NEG_INFINITY, -3.5, -1e-300, 0.0, 1e-300, 2.0, 2.5, f64::INFINITY];
+        for w in vals.windows(2) {
+            assert!(key(w[0]) < key(w[1]), "{} {}", w[0], w[1]);
+        }
+        for &v in &vals {
+            assert_eq!(unkey(key(v)), v);
+        }
+        // f32 values (low key bits constant), f64 values, few distinct values.
+        let mut x = 0x9e3779b97f4a7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for kind in 0..3 {
+            let n = RADIX_MIN + 1000;
+            let v: Vec<f64> = (0..n)
+                .map(|_| {
+                    let u = (next() >> 11) as f64 / (1u64 << 53) as f64 * 200.0 - 100.0;
+                    match kind {
+                        0 => u as f32 as f64,
+                        1 => u,
+                        _ => (u / 10.0).round(),
+                    }
+                })
+                .collect();
+            let mut keys: Vec<u64> = v.iter().map(|&v| key(v + 0.0)).collect();
+            let mut want = keys.clone();
+            want.sort_unstable();
+            keys.resize(2 * n, 0);
+            sort_keys(&mut keys, n);
+            assert_eq!(&keys[..n], &want[..], "kind {kind}");
+        }
     }
 
     #[test]

@@ -34,7 +34,6 @@ use super::binning::BinMapper;
 use super::booster::{Booster, GroupView, StepScratch};
 use super::histogram::{BinnedGroup, STRIDE};
 use super::{GbdtConfig, GbdtModel};
-use crate::data::Column;
 use crate::exec::{explain, run_passes, trace, Explain, PassFamily, PassProgress, RunReport};
 use crate::family::TrainData;
 
@@ -55,23 +54,6 @@ pub struct GbdtLayout {
     valid_bins: Vec<u8>,
     valid_y: Vec<f64>,
     valid_starts: Vec<usize>,
-}
-
-/// Splits `0..n` into up to `parts` contiguous ranges of about equal `weight`.
-fn chunks(n: usize, parts: usize, weight: impl Fn(usize) -> usize) -> Vec<Range<usize>> {
-    let total: usize = (0..n).map(&weight).sum::<usize>().max(1);
-    let parts = parts.max(1);
-    let mut out = Vec::new();
-    let (mut start, mut acc) = (0, 0);
-    for i in 0..n {
-        acc += weight(i);
-        if acc * parts >= total * (out.len() + 1) && out.len() + 1 < parts {
-            out.push(start..i + 1);
-            start = i + 1;
-        }
-    }
-    out.push(start..n);
-    out
 }
 
 /// Positions of `keys` sorted by key (counting sort), with boundaries.
@@ -111,172 +93,186 @@ impl Binning {
     }
 }
 
-struct GroupBins {
+/// One feature's bins over every group: each group's mapper, fitted on its
+/// own training values, and the bin of every training and validation value
+/// (in layout order).
+struct FeatureBins {
     mappers: Vec<BinMapper>,
     bins: Vec<u8>,
-    rbins: Vec<u8>,
     valid_bins: Vec<u8>,
-}
-
-fn bin_group(
-    columns: &[Column],
-    rows: &[u32],
-    valid_columns: &[Column],
-    valid_rows: &[u32],
-    binning: Binning,
-    keys: &mut Vec<u64>,
-) -> GroupBins {
-    let d = columns.len();
-    let mut bins = vec![0u8; rows.len() * d];
-    let mut valid_bins = vec![0u8; valid_rows.len() * d];
-    let mut mappers = Vec::with_capacity(d);
-    for j in 0..d {
-        let m = crate::with_values!(columns[j], |v| BinMapper::fit(
-            rows.iter().map(|&r| v[r as usize] as f64),
-            binning.max_bin,
-            binning.min_data_in_bin,
-            keys
-        ));
-        crate::with_values!(columns[j], |v| for (i, &r) in rows.iter().enumerate() {
-            bins[j * rows.len() + i] = m.bin(v[r as usize] as f64) as u8;
-        });
-        crate::with_values!(
-            valid_columns[j],
-            |v| for (i, &r) in valid_rows.iter().enumerate() {
-                valid_bins[i * d + j] = m.bin(v[r as usize] as f64) as u8;
-            }
-        );
-        mappers.push(m);
-    }
-    let n = rows.len();
-    let mut rbins = vec![0u8; n * d];
-    for j in 0..d {
-        for (i, &b) in bins[j * n..(j + 1) * n].iter().enumerate() {
-            rbins[i * d + j] = b;
-        }
-    }
-    GroupBins {
-        mappers,
-        bins,
-        rbins,
-        valid_bins,
-    }
 }
 
 impl GbdtLayout {
     /// Bins the training and validation rows of every group with `fit` set
     /// (groups not fitted get no rows), as `binning` says.
+    ///
+    /// Feature by feature (features spread over the threads): the feature's
+    /// values are gathered in layout order once (a group's rows are scattered
+    /// over the table; gathering a column at a time keeps the reads within
+    /// one column), then each group's mapper is fitted on its slice and bins
+    /// it. The layout's three byte matrices are then assembled from the
+    /// per-feature bins.
     pub fn build(input: &TrainData<'_>, binning: Binning) -> GbdtLayout {
         let d = input.columns.len();
         let ng = input.n_groups;
         let n_all = ng + 1;
-        // Training rows (as table indices) per group, then the global group.
+        // Table rows of every fitted group, group after group; the global
+        // group (last) holds every training row in table order.
         let (pos, tstarts) = bucket(input.group_of.iter().map(|&g| g as usize), ng);
-        let unit_rows = |g: usize| -> Vec<u32> {
-            if !input.fit[g] {
-                return Vec::new();
-            }
-            if g == ng {
-                input.rows.to_vec()
-            } else {
-                pos[tstarts[g]..tstarts[g + 1]]
-                    .iter()
-                    .map(|&p| input.rows[p as usize])
-                    .collect()
-            }
-        };
         let (vpos, vstarts) = bucket(
             input.valid.gid.iter().map(|g| g.map_or(ng, |g| g as usize)),
             ng + 1,
         );
-        let valid_rows = |g: usize| -> Vec<u32> {
-            if !input.fit[g] {
-                return Vec::new();
+        let mut rows: Vec<u32> = Vec::new();
+        let mut valid_rows: Vec<u32> = Vec::new();
+        let mut starts = vec![0usize];
+        let mut valid_starts = vec![0usize];
+        for g in 0..n_all {
+            if input.fit[g] {
+                if g == ng {
+                    rows.extend_from_slice(input.rows);
+                    valid_rows.extend_from_slice(input.valid.idx);
+                } else {
+                    rows.extend(pos[tstarts[g]..tstarts[g + 1]].iter().map(|&p| input.rows[p as usize]));
+                    valid_rows.extend(
+                        vpos[vstarts[g]..vstarts[g + 1]]
+                            .iter()
+                            .map(|&p| input.valid.idx[p as usize]),
+                    );
+                }
             }
-            if g == ng {
-                input.valid.idx.to_vec()
-            } else {
-                vpos[vstarts[g]..vstarts[g + 1]]
-                    .iter()
-                    .map(|&p| input.valid.idx[p as usize])
-                    .collect()
-            }
-        };
-        let weight = |g: usize| {
-            if !input.fit[g] {
-                0
-            } else if g == ng {
-                input.rows.len()
-            } else {
-                tstarts[g + 1] - tstarts[g]
-            }
-        };
-        let parts = chunks(n_all, input.threads, weight);
-        let work = |r: Range<usize>| -> Vec<(Vec<f64>, Vec<f64>, GroupBins)> {
-            let mut keys = Vec::new();
-            r.map(|g| {
-                let tr = unit_rows(g);
-                let va = valid_rows(g);
-                let gb = bin_group(
-                    input.columns,
-                    &tr,
-                    input.valid.columns,
-                    &va,
-                    binning,
-                    &mut keys,
-                );
-                let y = tr.iter().map(|&i| input.target[i as usize]).collect();
-                let vy = va.iter().map(|&i| input.valid.target[i as usize]).collect();
-                (y, vy, gb)
-            })
-            .collect()
-        };
-        let per_group: Vec<(Vec<f64>, Vec<f64>, GroupBins)> = if parts.len() == 1 {
-            work(0..n_all)
-        } else {
-            std::thread::scope(|s| {
-                let hs: Vec<_> = parts
-                    .iter()
-                    .map(|r| {
-                        let r = r.clone();
-                        let work = &work;
-                        s.spawn(move || work(r))
-                    })
-                    .collect();
-                hs.into_iter()
-                    .flat_map(|h| h.join().expect("binning thread panicked"))
-                    .collect()
-            })
-        };
-        let mut out = GbdtLayout {
-            d,
-            bins: Vec::new(),
-            rbins: Vec::new(),
-            y: Vec::new(),
-            starts: vec![0],
-            offsets: Vec::with_capacity(n_all * (d + 1)),
-            mappers: Vec::with_capacity(n_all),
-            valid_bins: Vec::new(),
-            valid_y: Vec::new(),
-            valid_starts: vec![0],
-        };
-        for (y, vy, gb) in per_group {
-            out.bins.extend_from_slice(&gb.bins);
-            out.rbins.extend_from_slice(&gb.rbins);
-            out.y.extend_from_slice(&y);
-            out.starts.push(out.y.len());
-            out.valid_bins.extend_from_slice(&gb.valid_bins);
-            out.valid_y.extend_from_slice(&vy);
-            out.valid_starts.push(out.valid_y.len());
-            let mut o = 0u32;
-            out.offsets.push(0);
-            for m in &gb.mappers {
-                o += m.n_bins() as u32;
-                out.offsets.push(o);
-            }
-            out.mappers.push(gb.mappers);
+            starts.push(rows.len());
+            valid_starts.push(valid_rows.len());
         }
-        out
+        let (n, nv) = (rows.len(), valid_rows.len());
+        let feature = |j: usize, vals: &mut Vec<f64>, keys: &mut Vec<u64>| -> FeatureBins {
+            vals.clear();
+            crate::with_values!(input.columns[j], |v| vals
+                .extend(rows.iter().map(|&r| v[r as usize] as f64)));
+            let mut bins = vec![0u8; n];
+            let mut mappers = Vec::with_capacity(n_all);
+            for g in 0..n_all {
+                let (lo, hi) = (starts[g], starts[g + 1]);
+                let m = BinMapper::fit(
+                    vals[lo..hi].iter().copied(),
+                    binning.max_bin,
+                    binning.min_data_in_bin,
+                    keys,
+                );
+                for (b, &v) in bins[lo..hi].iter_mut().zip(&vals[lo..hi]) {
+                    *b = m.bin(v) as u8;
+                }
+                mappers.push(m);
+            }
+            vals.clear();
+            crate::with_values!(input.valid.columns[j], |v| vals
+                .extend(valid_rows.iter().map(|&r| v[r as usize] as f64)));
+            let mut valid_bins = vec![0u8; nv];
+            for (g, m) in mappers.iter().enumerate() {
+                let (lo, hi) = (valid_starts[g], valid_starts[g + 1]);
+                for (b, &v) in valid_bins[lo..hi].iter_mut().zip(&vals[lo..hi]) {
+                    *b = m.bin(v) as u8;
+                }
+            }
+            FeatureBins {
+                mappers,
+                bins,
+                valid_bins,
+            }
+        };
+        let threads = input.threads.clamp(1, d.max(1));
+        let mut per_feature: Vec<Option<FeatureBins>> = (0..d).map(|_| None).collect();
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = (1..threads)
+                .map(|t| {
+                    let feature = &feature;
+                    sc.spawn(move || {
+                        let (mut vals, mut keys) = (Vec::new(), Vec::new());
+                        (t..d)
+                            .step_by(threads)
+                            .map(|j| (j, feature(j, &mut vals, &mut keys)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            let (mut vals, mut keys) = (Vec::new(), Vec::new());
+            for j in (0..d).step_by(threads) {
+                per_feature[j] = Some(feature(j, &mut vals, &mut keys));
+            }
+            for h in handles {
+                for (j, f) in h.join().expect("binning thread panicked") {
+                    per_feature[j] = Some(f);
+                }
+            }
+        });
+        let per_feature: Vec<FeatureBins> = per_feature
+            .into_iter()
+            .map(|f| f.expect("every feature binned"))
+            .collect();
+        // Column-major per group; row-major (a transpose over every row);
+        // validation row-major. Two threads: the first matrix, the others.
+        let mut bins = vec![0u8; n * d];
+        let mut rbins = vec![0u8; n * d];
+        let mut valid_bins = vec![0u8; nv * d];
+        let pf = &per_feature;
+        let first = |bins: &mut [u8]| {
+            for g in 0..n_all {
+                let (lo, hi) = (starts[g], starts[g + 1]);
+                let out = &mut bins[lo * d..hi * d];
+                for (j, f) in pf.iter().enumerate() {
+                    out[j * (hi - lo)..(j + 1) * (hi - lo)].copy_from_slice(&f.bins[lo..hi]);
+                }
+            }
+        };
+        let rest = |rbins: &mut [u8], valid_bins: &mut [u8]| {
+            for (j, f) in pf.iter().enumerate() {
+                for (r, &b) in f.bins.iter().enumerate() {
+                    rbins[r * d + j] = b;
+                }
+                for (r, &b) in f.valid_bins.iter().enumerate() {
+                    valid_bins[r * d + j] = b;
+                }
+            }
+        };
+        std::thread::scope(|sc| {
+            if threads > 1 {
+                let (first, bins) = (&first, &mut bins);
+                sc.spawn(move || first(bins));
+            } else {
+                first(&mut bins);
+            }
+            rest(&mut rbins, &mut valid_bins);
+        });
+        let mut offsets = Vec::with_capacity(n_all * (d + 1));
+        let mut mappers: Vec<Vec<BinMapper>> = (0..n_all).map(|_| Vec::with_capacity(d)).collect();
+        for f in per_feature {
+            for (g, m) in f.mappers.into_iter().enumerate() {
+                mappers[g].push(m);
+            }
+        }
+        for ms in &mappers {
+            let mut o = 0u32;
+            offsets.push(0);
+            for m in ms {
+                o += m.n_bins() as u32;
+                offsets.push(o);
+            }
+        }
+        GbdtLayout {
+            d,
+            bins,
+            rbins,
+            y: rows.iter().map(|&i| input.target[i as usize]).collect(),
+            starts,
+            offsets,
+            mappers,
+            valid_bins,
+            valid_y: valid_rows
+                .iter()
+                .map(|&i| input.valid.target[i as usize])
+                .collect(),
+            valid_starts,
+        }
     }
 
     /// Groups including the global pseudo-group.
