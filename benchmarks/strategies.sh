@@ -31,7 +31,7 @@
 # so amortising overhead alone cannot close the gap.
 #
 #   benchmarks/strategies.sh
-#   REPEATS=1 STRATEGIES="tp auto" benchmarks/strategies.sh
+#   REPEATS=1 STRATEGIES="tp auto" FAMILIES=linear benchmarks/strategies.sh
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SHARED=${GROUPFIT_SHARED:-$ROOT/../shared}
@@ -41,6 +41,7 @@ OUT=${BENCH_OUT:-$ROOT/bench-out}
 ROWS=${ROWS:-1000000}
 REPEATS=${REPEATS:-2}
 STRATEGIES=${STRATEGIES:-"tp dp fused hybrid auto"}
+FAMILIES=${FAMILIES:-"linear gbdt mlp"}
 DATA=$OUT/strategies-$ROWS
 STAMP=$(date +%Y%m%d-%H%M%S)
 RESULTS=$OUT/strategies-$STAMP.jsonl
@@ -49,20 +50,34 @@ mkdir -p "$OUT"
 "$PY" "$ROOT/benchmarks/strategies_data.py" --shared "$SHARED" --rows "$ROWS" --out "$DATA" >&2
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)" >&2
 
+# Each family's grid: linear as issue 4 states it; GBDT one config of 20
+# rounds (the GBDT benchmark runs the full grid); the MLP benchmark's network.
+family_params() {
+    case "$1" in
+        linear) echo "--param C=0.01,0.1,1,10" ;;
+        gbdt) echo "--param rounds=20 --param num_leaves=31 --param learning_rate=0.1" ;;
+        mlp) echo "--param hidden=64 --param lr=0.01 --param epochs=2 --param batch_size=256" ;;
+        *) echo "unknown family $1" >&2; exit 2 ;;
+    esac
+}
+
+for family in $FAMILIES; do
 for regime in skewed4 zipf1000 tiny20000; do
+    # shellcheck disable=SC2207
     args=(--data "$DATA/$regime/train.parquet" --valid "$DATA/$regime/valid.parquet"
-          --by group --target label --model linear --param C=0.01,0.1,1,10)
-    "$BIN" explain "${args[@]}" > "$OUT/strategies-$STAMP-$regime-explain.txt"
+          --by group --target label --model "$family" $(family_params "$family"))
+    "$BIN" explain "${args[@]}" > "$OUT/strategies-$STAMP-$family-$regime-explain.txt"
     "$BIN" explain "${args[@]}" --json \
-        | "$PY" -c 'import json,sys; d=json.load(sys.stdin); d["system"]="explain"; d["regime"]=sys.argv[1]; print(json.dumps(d))' "$regime" >> "$RESULTS"
+        | "$PY" -c 'import json,sys; d=json.load(sys.stdin); d["system"]="explain"; d["family"]=sys.argv[1]; d["regime"]=sys.argv[2]; print(json.dumps(d))' "$family" "$regime" >> "$RESULTS"
     # Repeats outside, strategies inside: the VM's speed drifts over minutes,
     # and interleaving spreads the drift over every strategy alike.
     for i in $(seq "$REPEATS"); do
         for s in $STRATEGIES; do
-            echo "$regime $s run $i ..." >&2
+            echo "$family $regime $s run $i ..." >&2
             "$BIN" train "${args[@]}" --strategy "$s" --out "$OUT/strategies.gfm" --json \
-                | "$PY" -c 'import json,sys; d=json.load(sys.stdin); d["system"]="groupfit"; d["regime"]=sys.argv[1]; d["requested"]=sys.argv[2]; print(json.dumps(d))' "$regime" "$s" >> "$RESULTS"
+                | "$PY" -c 'import json,sys; d=json.load(sys.stdin); d["system"]="groupfit"; d["family"]=sys.argv[1]; d["regime"]=sys.argv[2]; d["requested"]=sys.argv[3]; print(json.dumps(d))' "$family" "$regime" "$s" >> "$RESULTS"
         done
     done
+done
 done
 "$PY" "$ROOT/benchmarks/strategies_report.py" "$RESULTS"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Table for benchmarks/strategies.sh: wall time per regime x strategy (best
-of the repeats), auto against the best fixed strategy, and 20,000 groups
-against 4 groups."""
+"""Tables for benchmarks/strategies.sh, one per model family: wall time per
+regime x strategy (best of the repeats), auto against the best fixed
+strategy, and 20,000 groups against 4 groups."""
 import json
 import sys
 from collections import defaultdict
@@ -9,21 +9,12 @@ from collections import defaultdict
 REGIMES = ["skewed4", "zipf1000", "tiny20000"]
 
 
-def main(path):
-    best = defaultdict(lambda: None)   # (regime, strategy) -> best record
-    explain = {}
-    for line in open(path):
-        d = json.loads(line)
-        if d["system"] == "explain":
-            explain[d["regime"]] = d
-            continue
-        k = (d["regime"], d["requested"])
-        if best[k] is None or d["wall_s"] < best[k]["wall_s"]:
-            best[k] = d
+def report(family, best, explain):
     strategies = []
     for (_, s) in best:
         if s not in strategies:
             strategies.append(s)
+    print(f"== {family} ==")
     print(f"{'regime':<10} " + " ".join(f"{s:>9}" for s in strategies)
           + "   auto ran   auto/best   explain picks")
     for r in REGIMES:
@@ -37,7 +28,7 @@ def main(path):
         pick = explain.get(r, {}).get("auto", "-")
         print(f"{r:<10} {cells}   {ran:>8}   {ratio:>9.3f}   {pick:>13}")
     print()
-    print("train_s (fit + selection, excluding reading) per regime x strategy:")
+    print("train_s (fit + selection, excluding reading and saving) per regime x strategy:")
     for r in REGIMES:
         row = {s: best[(r, s)] for s in strategies if best[(r, s)] is not None}
         if row:
@@ -55,6 +46,26 @@ def main(path):
         if e:
             print(f"{r:<10} " + " ".join(f"{s['strategy']}={s['pass_s'] * 1e3:.2f}" for s in e["strategies"])
                   + f"  -> {e['auto']}")
+    print()
+
+
+def main(path):
+    families = []
+    best = defaultdict(lambda: defaultdict(lambda: None))   # family -> (regime, strategy) -> best record
+    explain = defaultdict(dict)
+    for line in open(path):
+        d = json.loads(line)
+        f = d.get("family", "linear")
+        if f not in families:
+            families.append(f)
+        if d["system"] == "explain":
+            explain[f][d["regime"]] = d
+            continue
+        k = (d["regime"], d["requested"])
+        if best[f][k] is None or d["wall_s"] < best[f][k]["wall_s"]:
+            best[f][k] = d
+    for f in families:
+        report(f, best[f], explain[f])
 
 
 if __name__ == "__main__":
