@@ -9,7 +9,7 @@
 #   make bench   run benchmarks/linear.sh
 #   make bench-mlp  run benchmarks/mlp.sh (installs PyTorch into bench-out/torch-venv on demand)
 #   make bench-ray  run benchmarks/ray.sh (the Ray runner against ray-tasks)
-#   make bench-strategies  run benchmarks/strategies.sh (every strategy in three regimes)
+#   make bench-strategies  run benchmarks/strategies.sh (every strategy in three regimes, every family)
 #   make fmt     format the Rust code
 #   make clean   remove build output and test caches (keeps .venv)
 

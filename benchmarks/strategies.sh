@@ -9,26 +9,29 @@
 # (20,000 groups against 4 groups). `explain` output for each regime is kept
 # next to the results.
 #
-# Status: the scaling headline (<= 1.5x) is not met; `auto` within 10% of
-# the best fixed strategy holds, within the VM's noise.
-# 2026-12-04, 2-core AMD EPYC VM, engine at 41bdbc9 (`REPEATS=5`, strategies
-# interleaved within each repeat): `auto` chose fused in every regime, the
-# same plan as the fixed `fused` column; auto/best 1.002 (skewed4), 1.033
-# (zipf1000), 1.013 (tiny20000). Scaling 20,000 groups / 4 groups: 2.23x
-# wall (0.904 s / 0.406 s), 2.53x train time (2.35x and 2.55x wall at
-# af12dad, 1.084 s / 0.460 s). A second run at cf79302 (the bundle's groups
-# encoded on both cores): auto/best 1.021 / 1.011 / 1.036, scaling 2.23x
-# (0.891 s / 0.399 s), 2.57x train time. Since then a pass sums a model's Hessian only
-# where a Newton step follows, a worker runs a whole group's iterations back
-# to back when the plan cuts no group (tiny20000: one pass instead of nine),
-# `auto` plans dp without zeroing a per-group array per stage (21 ms), and
-# log1p has a shorter series; skewed4 gained from the last one as well, so
-# tiny20000's 0.18 s gain moved the ratio less. In a traced tiny20000 run,
-# ~0.12 s is the per-group standardised layout (first-touch page faults of
-# this VM included) and ~0.44 s the Newton iterations (0.12 s for
-# skewed4), where 80,004 units each sum a 33 x 33 Hessian over their ~40
-# rows and factor it, every iteration: per-unit work, not per-unit overhead,
-# so amortising overhead alone cannot close the gap.
+# Status: the scaling headline (<= 1.5x) is not met for any family (GBDT
+# comes closest); `auto` within 10% of the best fixed strategy holds for
+# every family and regime, within the VM's noise.
+# 2026-12-04, 2-core AMD EPYC VM, at fe249ce (`REPEATS=3`, strategies
+# interleaved within each repeat; best of 3 wall times):
+#   linear  auto/best 1.018 (skewed4) 1.056 (zipf1000) 1.015 (tiny20000),
+#           auto ran fused everywhere; scaling 2.24x wall (0.966 s /
+#           0.431 s), 2.53x train time.
+#   gbdt    auto/best 0.973 / 1.016 / 1.051 (auto ran tp, fused, dp);
+#           scaling 1.60x wall (3.121 s / 1.952 s), 1.49x train time.
+#   mlp     auto/best 1.000 / 1.073 / 1.057 (auto ran fused everywhere);
+#           scaling 5.12x wall (3.024 s / 0.590 s), 2.90x train time.
+# Linear: in a traced tiny20000 run ~0.12 s is the per-group standardised
+# layout (first-touch page faults of this VM included) and ~0.44 s the
+# Newton iterations (0.12 s for skewed4), where 80,004 units each sum a
+# 33 x 33 Hessian over their ~40 rows and factor it, every iteration:
+# per-unit work, not per-unit overhead. MLP: 20,001 networks of 2,177
+# parameters with Adam moments are ~520 MB of state against 5 networks,
+# and their model file is 546 MB of JSON (about 1.5 s of the 3.0 s wall
+# is writing it). GBDT: the global model's booster over all 800k rows runs
+# a round in ~75 ms on one worker and bounds each pass.
+# An earlier linear-only run at cf79302: auto/best 1.021 / 1.011 / 1.036,
+# scaling 2.23x (0.891 s / 0.399 s).
 #
 #   benchmarks/strategies.sh
 #   REPEATS=1 STRATEGIES="tp auto" FAMILIES=linear benchmarks/strategies.sh

@@ -229,7 +229,16 @@ mod tests {
 
     #[test]
     fn keys_order_values_and_sort_like_a_comparison_sort() {
-        let vals = [f64::NEG_INFINITY, -3.5, -1e-300, 0.0, 1e-300, 2.0, 2.5, f64::INFINITY];
+        let vals = [
+            f64::NEG_INFINITY,
+            -3.5,
+            -1e-300,
+            0.0,
+            1e-300,
+            2.0,
+            2.5,
+            f64::INFINITY,
+        ];
         for w in vals.windows(2) {
             assert!(key(w[0]) < key(w[1]), "{} {}", w[0], w[1]);
         }

@@ -133,7 +133,11 @@ impl GbdtLayout {
                     rows.extend_from_slice(input.rows);
                     valid_rows.extend_from_slice(input.valid.idx);
                 } else {
-                    rows.extend(pos[tstarts[g]..tstarts[g + 1]].iter().map(|&p| input.rows[p as usize]));
+                    rows.extend(
+                        pos[tstarts[g]..tstarts[g + 1]]
+                            .iter()
+                            .map(|&p| input.rows[p as usize]),
+                    );
                     valid_rows.extend(
                         vpos[vstarts[g]..vstarts[g + 1]]
                             .iter()
