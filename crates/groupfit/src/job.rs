@@ -1104,42 +1104,6 @@ struct GroupSelection {
     by_config: Vec<f64>,
 }
 
-/// Runs `f(i)` for `i in 0..n` on up to `threads` threads (contiguous ranges
-/// of equal total `weight`), returning the results in order.
-fn par_map<T: Send>(
-    n: usize,
-    threads: usize,
-    weight: &(dyn Fn(usize) -> usize + Sync),
-    f: &(dyn Fn(usize) -> T + Sync),
-) -> Vec<T> {
-    if threads <= 1 || n < 2 {
-        return (0..n).map(f).collect();
-    }
-    let total: usize = (0..n).map(weight).sum::<usize>().max(1);
-    let mut cuts = vec![0];
-    let mut acc = 0;
-    for i in 0..n {
-        acc += weight(i);
-        if acc * threads >= total * cuts.len() && cuts.len() < threads {
-            cuts.push(i + 1);
-        }
-    }
-    cuts.push(n);
-    cuts.dedup();
-    std::thread::scope(|s| {
-        let hs: Vec<_> = cuts
-            .windows(2)
-            .map(|w| {
-                let (a, b) = (w[0], w[1]);
-                s.spawn(move || (a..b).map(f).collect::<Vec<T>>())
-            })
-            .collect();
-        hs.into_iter()
-            .flat_map(|h| h.join().expect("scoring thread panicked"))
-            .collect()
-    })
-}
-
 /// Scores every config on every group's validation rows and picks the best.
 fn select(
     task: Task,
@@ -1174,7 +1138,7 @@ fn select(
         cursor[k] += 1;
     }
     // Feature columns in that order (column-major), imputed.
-    let xc: Vec<Vec<f64>> = par_map(d, threads, &|_| 1, &|j| {
+    let xc: Vec<Vec<f64>> = crate::exec::par_map(d, threads, &|_| 1, &|j| {
         let fill = rows.impute.get(j).copied().unwrap_or(f64::NAN);
         crate::with_values!(rows.cols[j], |v| order
             .iter()
@@ -1202,7 +1166,7 @@ fn select(
     let n_chunks = n.div_ceil(chunk);
     // Chunk outside, configs inside: each chunk of rows is read from memory
     // once (it stays in cache for the other configs), not once per config.
-    let per_chunk: Vec<Vec<Vec<f64>>> = par_map(n_chunks, threads, &|_| 1, &|c| {
+    let per_chunk: Vec<Vec<Vec<f64>>> = crate::exec::par_map(n_chunks, threads, &|_| 1, &|c| {
         let range = c * chunk..((c + 1) * chunk).min(n);
         global
             .iter()
@@ -1234,7 +1198,7 @@ fn select(
     };
     trace_stamp(t0, "  selection: global model");
 
-    let groups = par_map(n_groups, threads, &|g| start[g + 1] - start[g] + 1, &|g| {
+    let groups = crate::exec::par_map(n_groups, threads, &|g| start[g + 1] - start[g] + 1, &|g| {
         let range = start[g]..start[g + 1];
         let yb = &ys[range.clone()];
         let mut sel = GroupSelection {

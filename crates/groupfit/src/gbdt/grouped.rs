@@ -185,34 +185,13 @@ impl GbdtLayout {
             }
         };
         let threads = input.threads.clamp(1, d.max(1));
-        let mut per_feature: Vec<Option<FeatureBins>> = (0..d).map(|_| None).collect();
-        std::thread::scope(|sc| {
-            let handles: Vec<_> = (1..threads)
-                .map(|t| {
-                    let feature = &feature;
-                    sc.spawn(move || {
-                        let (mut vals, mut keys) = (Vec::new(), Vec::new());
-                        (t..d)
-                            .step_by(threads)
-                            .map(|j| (j, feature(j, &mut vals, &mut keys)))
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            let (mut vals, mut keys) = (Vec::new(), Vec::new());
-            for j in (0..d).step_by(threads) {
-                per_feature[j] = Some(feature(j, &mut vals, &mut keys));
-            }
-            for h in handles {
-                for (j, f) in h.join().expect("binning thread panicked") {
-                    per_feature[j] = Some(f);
-                }
-            }
-        });
-        let per_feature: Vec<FeatureBins> = per_feature
-            .into_iter()
-            .map(|f| f.expect("every feature binned"))
-            .collect();
+        let per_feature: Vec<FeatureBins> = crate::exec::par_map_with(
+            d,
+            threads,
+            &|_| 1,
+            &|| (Vec::new(), Vec::new()),
+            &|(vals, keys), j| feature(j, vals, keys),
+        );
         // Column-major per group; row-major (a transpose over every row);
         // validation row-major. Two threads: the first matrix, the others.
         let mut bins = vec![0u8; n * d];

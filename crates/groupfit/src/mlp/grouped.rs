@@ -309,35 +309,14 @@ impl<'a> MlpPass<'a> {
     /// hundreds of megabytes, and touching fresh memory is most of the cost:
     /// it goes faster on every core).
     pub fn initial_units(&self, fit: &[bool], threads: usize) -> Vec<Vec<MlpUnit>> {
-        let build = |gs: Range<usize>| -> Vec<Vec<MlpUnit>> {
-            gs.map(|g| {
-                if fit[g] {
-                    (0..self.configs.len())
-                        .map(|k| self.new_unit(g, k))
-                        .collect()
-                } else {
-                    Vec::new()
-                }
-            })
-            .collect()
-        };
-        let per = fit.len().div_ceil(threads.max(1)).max(1);
-        if per >= fit.len() {
-            return build(0..fit.len());
-        }
-        std::thread::scope(|sc| {
-            let handles: Vec<_> = (per..fit.len())
-                .step_by(per)
-                .map(|lo| {
-                    let build = &build;
-                    sc.spawn(move || build(lo..(lo + per).min(fit.len())))
-                })
-                .collect();
-            let mut all = build(0..per);
-            for h in handles {
-                all.extend(h.join().expect("unit thread panicked"));
+        crate::exec::par_map(fit.len(), threads, &|g| usize::from(fit[g]), &|g| {
+            if fit[g] {
+                (0..self.configs.len())
+                    .map(|k| self.new_unit(g, k))
+                    .collect()
+            } else {
+                Vec::new()
             }
-            all
         })
     }
 
