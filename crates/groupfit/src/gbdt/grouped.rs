@@ -27,7 +27,7 @@
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::RwLock;
 use std::time::Instant;
 
 use super::binning::BinMapper;
@@ -317,7 +317,9 @@ impl GbdtPass<'_> {
 }
 
 impl PassFamily for GbdtPass<'_> {
-    type Unit = Mutex<Booster>;
+    /// A read lock per shard of a cut booster (its shards build their
+    /// histograms at the same time); the write lock for a whole round.
+    type Unit = RwLock<Booster>;
     type Scratch = StepScratch;
 
     fn stats_len(&self) -> usize {
@@ -328,14 +330,14 @@ impl PassFamily for GbdtPass<'_> {
         StepScratch::default()
     }
 
-    fn is_active(&self, unit: &Mutex<Booster>) -> bool {
-        !unit.lock().unwrap().is_done()
+    fn is_active(&self, unit: &RwLock<Booster>) -> bool {
+        !unit.read().unwrap().is_done()
     }
 
     fn accumulate(
         &self,
         group: usize,
-        units: &[(usize, &Mutex<Booster>)],
+        units: &[(usize, &RwLock<Booster>)],
         rows: Range<usize>,
         out: &mut [f64],
         scratch: &mut StepScratch,
@@ -348,7 +350,7 @@ impl PassFamily for GbdtPass<'_> {
             let t = tracing.then(Instant::now);
             let mut ns = 0u64;
             for (_, u) in units {
-                let mut b = u.lock().unwrap();
+                let mut b = u.write().unwrap();
                 b.run_round(&view, scratch, tracing.then_some(&mut ns));
                 b.ran_round = true;
             }
@@ -362,7 +364,7 @@ impl PassFamily for GbdtPass<'_> {
             let len = self.stats_len;
             let hl = view.data.hist_len();
             for (i, (_, u)) in units.iter().enumerate() {
-                let b = u.lock().unwrap();
+                let b = u.read().unwrap();
                 b.build(&view, local.clone(), &mut out[i * len..i * len + hl]);
             }
             if let Some(t) = t {
@@ -383,7 +385,7 @@ impl PassFamily for GbdtPass<'_> {
         &self,
         group: usize,
         _k: usize,
-        unit: &mut Mutex<Booster>,
+        unit: &mut RwLock<Booster>,
         stats: &mut [f64],
         scratch: &mut StepScratch,
     ) {
@@ -413,7 +415,7 @@ pub struct FittedBooster {
 struct ClassUnits {
     owner: Vec<usize>,
     config_of: Vec<usize>,
-    units: Vec<Vec<Mutex<Booster>>>,
+    units: Vec<Vec<RwLock<Booster>>>,
     drows: Vec<Range<usize>>,
     stats_len: usize,
 }
@@ -447,7 +449,7 @@ fn class_units(
             c.owner.push(g);
             c.config_of.push(k);
             c.drows.push(layout.range(g));
-            c.units.push(vec![Mutex::new(Booster::new(
+            c.units.push(vec![RwLock::new(Booster::new(
                 input.task, configs[k], input.seed, &view,
             ))]);
         }
