@@ -9,8 +9,8 @@
 # (20,000 groups against 4 groups). `explain` output for each regime is kept
 # next to the results.
 #
-# Status: the scaling headline (<= 1.5x) is not met for any family (GBDT
-# comes closest); `auto` within 10% of the best fixed strategy holds for
+# Status: the scaling headline (<= 1.5x) is met for GBDT (1.25x), not
+# for linear or MLP; `auto` within 10% of the best fixed strategy holds for
 # every family and regime, within the VM's noise.
 # 2026-12-04, 2-core AMD EPYC VM, at fe249ce (`REPEATS=3`, strategies
 # interleaved within each repeat; best of 3 wall times):
@@ -19,6 +19,10 @@
 #           0.431 s), 2.53x train time.
 #   gbdt    auto/best 0.973 / 1.016 / 1.051 (auto ran tp, fused, dp);
 #           scaling 1.60x wall (3.121 s / 1.952 s), 1.49x train time.
+#   gbdt again at 73b0445 (`REPEATS=3 FAMILIES=gbdt`; a cut booster's
+#           shards now build histograms at the same time): auto/best
+#           1.005 / 1.012 / 1.036 (auto ran tp, fused, dp); scaling 1.25x
+#           wall (2.451 s / 1.961 s), 1.07x train time.
 #   mlp     auto/best 1.000 / 1.073 / 1.057 (auto ran fused everywhere);
 #           scaling 5.12x wall (3.024 s / 0.590 s), 2.90x train time.
 # Linear: in a traced tiny20000 run ~0.12 s is the per-group standardised
@@ -28,8 +32,8 @@
 # per-unit work, not per-unit overhead. MLP: 20,001 networks of 2,177
 # parameters with Adam moments are ~520 MB of state against 5 networks,
 # and their model file is 546 MB of JSON (about 1.5 s of the 3.0 s wall
-# is writing it). GBDT: the global model's booster over all 800k rows runs
-# a round in ~75 ms on one worker and bounds each pass.
+# is writing it). GBDT: the global model's booster over all 800k rows is
+# cut over both workers under dp (tiny20000), ~31 ms a round.
 # An earlier linear-only run at cf79302: auto/best 1.021 / 1.011 / 1.036,
 # scaling 2.23x (0.891 s / 0.399 s).
 #
