@@ -592,7 +592,7 @@ fn inspect(a: InspectArgs) -> Result<()> {
                     "valid_by_config": g.valid_by_config,
                     "fallback": g.fallback,
                     "iterations": g.iterations,
-                    "model": g.model,
+                    "model": g.model.as_ref().map(FittedModel::to_json),
                 });
                 if let Some(imp) = importance(&b.features, g.model.as_ref()) {
                     v["importance"] = imp
@@ -604,7 +604,7 @@ fn inspect(a: InspectArgs) -> Result<()> {
                 v
             })
             .collect();
-        let mut global = serde_json::json!({"config": b.configs[b.global.config].name, "valid": b.global.valid, "model": b.global.model});
+        let mut global = serde_json::json!({"config": b.configs[b.global.config].name, "valid": b.global.valid, "model": b.global.model.to_json()});
         if let Some(imp) = importance(&b.features, Some(&b.global.model)) {
             global["importance"] = imp
                 .into_iter()

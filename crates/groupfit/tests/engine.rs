@@ -7,21 +7,23 @@
 //!   3-row groups, ...);
 //! * the model file round-trips bit for bit (serde_json with `float_roundtrip`)
 //!   and damage is reported as `GroupfitError::CorruptModel`;
-//! * golden files: a committed model file (format v1) must keep loading and
-//!   predicting the committed rows as recorded.
+//! * golden files: committed model files (format v1: linear; format v2:
+//!   MLP, weights as base64 text) must keep loading and predicting the
+//!   committed rows as recorded.
 //!
 //! Golden files live in `tests/golden/` at the workspace root. To (re)generate
-//! them deliberately, run
+//! the current format version's files deliberately, run
 //!
 //! ```text
 //! GROUPFIT_BLESS=1 cargo test --release -p groupfit --test engine golden
 //! ```
 //!
-//! which trains a fresh model and overwrites `linear_v1.gfm`, `rows.parquet`
-//! and `linear_v1.expected.json` instead of comparing. Do that only when a
-//! change of the file format or of the predictions is intended (see
-//! `tests/golden/README.md`): if the golden test fails after a format change,
-//! either keep old files loadable or bump `FORMAT_VERSION` deliberately.
+//! which trains fresh models and overwrites `mlp_v2.gfm`, `rows.parquet` and
+//! `mlp_v2.expected.json` instead of comparing (older versions' files are
+//! frozen). Do that only when a change of the file format or of the
+//! predictions is intended (see `tests/golden/README.md`): if the golden test
+//! fails after a format change, either keep old files loadable or bump
+//! `FORMAT_VERSION` deliberately and add files for the new version.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -951,10 +953,10 @@ fn golden_rows() -> RecordBatch {
     .unwrap()
 }
 
-/// Trains the golden model: binary, three features, a two-point grid, three
-/// own-model groups, `tiny` (4 rows < min_rows 10) and `solo` (one class)
-/// falling back to the global model.
-fn golden_train(dir: &Path) -> ModelBundle {
+/// The golden training table: binary, three features, three own-model
+/// groups, `tiny` (4 rows < min_rows 10) and `solo` (one class) falling back
+/// to the global model.
+fn golden_table(dir: &Path) -> PathBuf {
     let mut t = Table::synth(&[80, 60, 50, 4, 30], 3, Task::Binary, 2024);
     for (k, y) in t.keys.iter_mut().zip(t.y.iter_mut()) {
         *k = match k.as_str() {
@@ -969,38 +971,46 @@ fn golden_train(dir: &Path) -> ModelBundle {
         }
         .to_string();
     }
-    let path = t.write(&dir.join("golden-train.parquet"));
-    let out = fit(
-        &path,
-        &Run {
-            task: Task::Binary,
-            threads: 1,
-            min_rows: 10,
-            params: &["C=0.1,1"],
-            valid_fraction: 0.25,
-            ..Run::default()
-        },
-    );
+    t.write(&dir.join("golden-train.parquet"))
+}
+
+/// Trains a golden model of `model` with `params` on [`golden_table`].
+fn golden_train(dir: &Path, model: &str, params: &[&str]) -> ModelBundle {
+    let spec = TrainSpec {
+        model: model.into(),
+        params: params.iter().map(|s| s.to_string()).collect(),
+        threads: 1,
+        valid_fraction: 0.25,
+        min_rows: 10,
+        task: Some(Task::Binary),
+        ..TrainSpec::new(golden_table(dir), vec!["g".into()], "y")
+    };
+    let out = train(&spec, &mut |_e: Event| {}).unwrap();
     assert_eq!(out.summary.fallback.few_rows, 1);
     assert_eq!(out.summary.fallback.one_class, 1);
     out.bundle
 }
 
-#[test]
-fn golden_model_file_still_loads_and_predicts() {
+/// Loads `tests/golden/{stem}.gfm` (format `version`) and checks its
+/// predictions on `rows.parquet` against `{stem}.expected.json`. With
+/// `GROUPFIT_BLESS=1`, files of the current format version are first
+/// trained afresh and overwritten; older versions' files are frozen (this
+/// build cannot write them).
+fn golden_case(stem: &str, version: u32, model: &str, params: &[&str]) {
     let dir = golden_dir();
-    let model = dir.join("linear_v1.gfm");
+    let path = dir.join(format!("{stem}.gfm"));
     let rows = dir.join("rows.parquet");
-    let expected_path = dir.join("linear_v1.expected.json");
-    if std::env::var_os("GROUPFIT_BLESS").is_some_and(|v| v == "1") {
+    let expected_path = dir.join(format!("{stem}.expected.json"));
+    let bless = std::env::var_os("GROUPFIT_BLESS").is_some_and(|v| v == "1");
+    if bless && version == FORMAT_VERSION {
         let tmp = tempfile::tempdir().unwrap();
-        let bundle = golden_train(tmp.path());
+        let bundle = golden_train(tmp.path(), model, params);
         std::fs::create_dir_all(&dir).unwrap();
-        bundle.save(&model).unwrap();
+        bundle.save(&path).unwrap();
         write_parquet(&rows, &golden_rows()).unwrap();
-        let (p, r) = predictions(&ModelBundle::load(&model).unwrap(), &rows);
+        let (p, r) = predictions(&ModelBundle::load(&path).unwrap(), &rows);
         let json = serde_json::json!({
-            "comment": "predictions of linear_v1.gfm on rows.parquet; regenerate with GROUPFIT_BLESS=1 (see README.md)",
+            "comment": format!("predictions of {stem}.gfm on rows.parquet; regenerate with GROUPFIT_BLESS=1 (see README.md)"),
             "format_version": FORMAT_VERSION,
             "predictions": p,
             "routes": r,
@@ -1010,13 +1020,14 @@ fn golden_model_file_still_loads_and_predicts() {
             serde_json::to_string_pretty(&json).unwrap() + "\n",
         )
         .unwrap();
-        eprintln!("blessed golden files in {}", dir.display());
+        eprintln!("blessed {stem} golden files in {}", dir.display());
     }
 
-    let bundle = ModelBundle::load(&model).unwrap_or_else(|e| {
-        panic!("the committed golden model no longer loads: {e}\n(see tests/golden/README.md)")
+    let bundle = ModelBundle::load(&path).unwrap_or_else(|e| {
+        panic!("the committed golden model {stem} no longer loads: {e}\n(see tests/golden/README.md)")
     });
-    assert_eq!(bundle.format_version, 1);
+    assert_eq!(bundle.format_version, version);
+    assert_eq!(bundle.family, model);
     assert_eq!(bundle.key_columns, vec!["g".to_string()]);
     assert_eq!(bundle.features, vec!["f0", "f1", "f2"]);
     assert_eq!(bundle.task, Task::Binary);
@@ -1035,17 +1046,30 @@ fn golden_model_file_still_loads_and_predicts() {
         .map(|v| v.as_str().unwrap().to_string())
         .collect();
     let (got, routes) = predictions(&bundle, &rows);
-    assert_eq!(routes, want_routes, "routes");
+    assert_eq!(routes, want_routes, "{stem} routes");
     assert_eq!(got.len(), want.len());
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         assert!(
             (g - w).abs() <= 1e-12,
-            "row {i}: predicted {g}, golden {w} (see tests/golden/README.md)"
+            "{stem} row {i}: predicted {g}, golden {w} (see tests/golden/README.md)"
         );
     }
     for r in ["own", "fallback", "unseen"] {
         assert!(routes.iter().any(|x| x == r), "golden rows lack a {r} row");
     }
+}
+
+#[test]
+fn golden_model_file_still_loads_and_predicts() {
+    // Format 1 (frozen): a linear model.
+    golden_case("linear_v1", 1, "linear", &["C=0.1,1"]);
+    // Format 2: MLP weights as base64 text.
+    golden_case(
+        "mlp_v2",
+        2,
+        "mlp",
+        &["hidden=4", "epochs=3", "batch_size=16", "lr=0.01,0.1"],
+    );
 }
 
 // ---------------------------------------------------------------------------

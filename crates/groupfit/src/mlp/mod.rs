@@ -387,8 +387,12 @@ pub struct Dense {
     /// Outputs.
     pub n_out: usize,
     /// Weights, `w[i * n_out + o]` (the transpose of PyTorch's `weight`).
+    /// In the model file: base64 of the little-endian bytes
+    /// ([`crate::store::floats`]).
+    #[serde(with = "crate::store::floats")]
     pub w: Vec<f32>,
-    /// Biases.
+    /// Biases (stored as `w` is).
+    #[serde(with = "crate::store::floats")]
     pub b: Vec<f32>,
 }
 

@@ -7,6 +7,12 @@
 //! b"GROUPFIT"  u32 format_version  u64 payload_len  u32 crc32(payload)  payload (JSON)
 //! ```
 //!
+//! Version 2 (written since 0.1.0's MLP weights grew to hundreds of
+//! megabytes of JSON text for 20,000 groups) stores the MLP family's weight
+//! and bias arrays as base64 text of their little-endian `f32` bytes
+//! ([`floats`]); everything else is as in version 1, and version-1 files
+//! (number arrays) still load.
+//!
 //! Loading checks the magic, the version, the length and the checksum before
 //! parsing, so a truncated or damaged file is reported as such. Files are
 //! written to a temporary name beside the target and renamed into place, so a
@@ -28,8 +34,10 @@ use crate::linear::LinearModel;
 use crate::mlp::MlpModel;
 use crate::tune::ConfigEntry;
 
+pub mod floats;
+
 /// The newest format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 const MAGIC: &[u8; 8] = b"GROUPFIT";
 const HEADER: usize = 8 + 4 + 8 + 4;
 
@@ -53,6 +61,22 @@ impl FittedModel {
             FittedModel::Gbdt(m) => m.predict_row(task, x),
             FittedModel::Mlp(m) => m.predict_row(task, x),
         }
+    }
+
+    /// The model as JSON for people and scripts (`inspect --json`): what the
+    /// model file holds, with compact float arrays (MLP weights) shown as
+    /// number arrays.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).expect("a model serialises");
+        if let FittedModel::Mlp(m) = self {
+            if let Some(layers) = v["layers"].as_array_mut() {
+                for (lv, l) in layers.iter_mut().zip(&m.layers) {
+                    lv["w"] = serde_json::json!(l.w);
+                    lv["b"] = serde_json::json!(l.b);
+                }
+            }
+        }
+        v
     }
 
     /// Predictions for rows `range` of column-major features (`cols[j][i]`),
@@ -592,6 +616,63 @@ mod tests {
             ModelBundle::from_bytes(&newer, p),
             Err(GroupfitError::UnsupportedVersion { found: 99, .. })
         ));
+    }
+
+    /// A bundle whose global model is a small MLP with awkward floats.
+    fn mlp_bundle() -> ModelBundle {
+        use crate::mlp::Dense;
+        let mut b = bundle();
+        b.family = "mlp".into();
+        b.global.model = FittedModel::Mlp(MlpModel {
+            mean: vec![0.25],
+            std: vec![2.0],
+            layers: vec![
+                Dense {
+                    n_in: 1,
+                    n_out: 2,
+                    w: vec![0.1, -3.0e-20],
+                    b: vec![f32::MIN_POSITIVE, -0.0],
+                },
+                Dense {
+                    n_in: 2,
+                    n_out: 1,
+                    w: vec![1.5, f32::MAX],
+                    b: vec![0.3],
+                },
+            ],
+            epoch_loss: vec![0.69],
+        });
+        b
+    }
+
+    #[test]
+    fn mlp_weights_are_base64_in_v2_and_arrays_in_v1_and_inspect() {
+        let b = mlp_bundle();
+        let bytes = b.to_bytes().unwrap();
+        let p = Path::new("m.gfm");
+        let text = std::str::from_utf8(&bytes[HEADER..]).unwrap();
+        assert!(text.contains(r#""w":"zczMPcarDZ8=""#), "{text}");
+        let back = ModelBundle::from_bytes(&bytes, p).unwrap();
+        assert_eq!(back, b);
+        // The readable view has number arrays.
+        let FittedModel::Mlp(m) = &b.global.model else {
+            unreachable!()
+        };
+        let v = b.global.model.to_json();
+        assert_eq!(v["layers"][0]["n_out"], 2);
+        assert_eq!(v["layers"][0]["w"][0].as_f64(), Some(m.layers[0].w[0] as f64));
+        assert_eq!(v["layers"][1]["b"][0].as_f64(), Some(0.3f32 as f64));
+        // A version-1 file (number arrays) loads to the same bundle.
+        let mut old = serde_json::to_value(&b).unwrap();
+        old["format_version"] = 1.into();
+        old["global"]["model"] = v;
+        let payload = serde_json::to_vec(&old).unwrap();
+        let mut v1 = header(payload.len() as u64, crc32fast::hash(&payload)).to_vec();
+        v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+        v1.extend_from_slice(&payload);
+        let loaded = ModelBundle::from_bytes(&v1, p).unwrap();
+        assert_eq!(loaded.format_version, 1);
+        assert_eq!(loaded.global.model, b.global.model);
     }
 
     #[test]
