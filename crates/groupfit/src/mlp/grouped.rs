@@ -466,6 +466,8 @@ impl PassFamily for MlpPass<'_> {
             if unit.epoch >= cfg.epochs() {
                 unit.done = true;
                 unit.perm = Vec::new();
+                // The optimizer's moments are not needed again.
+                unit.opt = OptState::new(cfg.optimizer(), 0);
             } else {
                 epoch_permutation(
                     n,
@@ -549,7 +551,7 @@ pub fn fit_grouped(
                 .map(|(k, u)| FittedUnit {
                     iterations: u.epoch,
                     model: MlpModel::from_flat(
-                        &u.params,
+                        u.params,
                         &family.widths[k],
                         data.mean(g).to_vec(),
                         data.std(g).to_vec(),

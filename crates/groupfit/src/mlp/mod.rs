@@ -411,24 +411,37 @@ pub struct MlpModel {
 }
 
 impl MlpModel {
-    /// Builds the model from flat parameters (layer by layer, `w` then `b`).
+    /// Builds the model from flat parameters (layer by layer, `w` then `b`),
+    /// taking them over: the layers are split off the end, so the first
+    /// layer's weights stay in `params`' own buffer and only the later
+    /// layers (a small part of a one-hidden-layer network) are copied.
     pub fn from_flat(
-        params: &[f32],
+        mut params: Vec<f32>,
         widths: &[usize],
         mean: Vec<f64>,
         std: Vec<f64>,
         epoch_loss: Vec<f64>,
     ) -> MlpModel {
-        let mut layers = Vec::with_capacity(widths.len() - 1);
+        // Offsets of each layer's `w` (its `b` follows it).
+        let mut starts = Vec::with_capacity(widths.len());
         let mut o = 0;
         for p in widths.windows(2) {
+            starts.push(o);
+            o += p[0] * p[1] + p[1];
+        }
+        params.truncate(o);
+        let mut layers = Vec::with_capacity(starts.len());
+        for (p, &at) in widths.windows(2).zip(&starts).rev() {
             let (n_in, n_out) = (p[0], p[1]);
-            let w = params[o..o + n_in * n_out].to_vec();
-            o += n_in * n_out;
-            let b = params[o..o + n_out].to_vec();
-            o += n_out;
+            let b = params.split_off(at + n_in * n_out);
+            let w = if at == 0 {
+                std::mem::take(&mut params)
+            } else {
+                params.split_off(at)
+            };
             layers.push(Dense { n_in, n_out, w, b });
         }
+        layers.reverse();
         MlpModel {
             mean,
             std,
@@ -698,13 +711,17 @@ mod tests {
         // x standardised: (3 - 1) / 2 = 1; hidden: relu(1*2 - 1) = 1, relu(1*-1 + 0) = 0
         // out = 1*3 + 0*5 + 0.5 = 3.5
         let m = MlpModel::from_flat(
-            &[2.0, -1.0, -1.0, 0.0, 3.0, 5.0, 0.5],
+            vec![2.0, -1.0, -1.0, 0.0, 3.0, 5.0, 0.5],
             &[1, 2, 1],
             vec![1.0],
             vec![2.0],
             vec![],
         );
         assert_eq!(m.margin(&[3.0]), 3.5);
+        assert_eq!(m.layers[0].w, vec![2.0, -1.0]);
+        assert_eq!(m.layers[0].b, vec![-1.0, 0.0]);
+        assert_eq!(m.layers[1].w, vec![3.0, 5.0]);
+        assert_eq!(m.layers[1].b, vec![0.5]);
         let p = m.predict_columns(Task::Binary, &[vec![0.0, 3.0, -2.0]], 1..3);
         assert_eq!(p[0], m.predict_row(Task::Binary, &[3.0]));
         assert!((p[1] - m.predict_row(Task::Binary, &[-2.0])).abs() < 1e-15);
