@@ -9,33 +9,36 @@
 # (20,000 groups against 4 groups). `explain` output for each regime is kept
 # next to the results.
 #
-# Status: the scaling headline (<= 1.5x) is met for GBDT (1.25x), not
-# for linear or MLP; `auto` within 10% of the best fixed strategy holds for
-# every family and regime, within the VM's noise.
-# 2026-12-04, 2-core AMD EPYC VM, at fe249ce (`REPEATS=3`, strategies
-# interleaved within each repeat; best of 3 wall times):
-#   linear  auto/best 1.018 (skewed4) 1.056 (zipf1000) 1.015 (tiny20000),
-#           auto ran fused everywhere; scaling 2.24x wall (0.966 s /
-#           0.431 s), 2.53x train time.
-#   gbdt    auto/best 0.973 / 1.016 / 1.051 (auto ran tp, fused, dp);
-#           scaling 1.60x wall (3.121 s / 1.952 s), 1.49x train time.
-#   gbdt again at 73b0445 (`REPEATS=3 FAMILIES=gbdt`; a cut booster's
-#           shards now build histograms at the same time): auto/best
-#           1.005 / 1.012 / 1.036 (auto ran tp, fused, dp); scaling 1.25x
-#           wall (2.451 s / 1.961 s), 1.07x train time.
-#   mlp     auto/best 1.000 / 1.073 / 1.057 (auto ran fused everywhere);
-#           scaling 5.12x wall (3.024 s / 0.590 s), 2.90x train time.
-# Linear: in a traced tiny20000 run ~0.12 s is the per-group standardised
-# layout (first-touch page faults of this VM included) and ~0.44 s the
+# Status: the scaling headline (<= 1.5x) is met for GBDT (1.19x), not
+# for linear (2.24x) or MLP (3.53x); `auto` within 10% of the best fixed
+# strategy holds for every family and regime, within the VM's noise (on
+# this VM a single run of the same binary varies by up to 2x when fresh
+# memory is slow to fault in: take the best of several repeats).
+# 2026-12-05, 2-core AMD EPYC VM, at 6ef5832 (strategies interleaved within
+# each repeat; best of REPEATS wall times):
+#   linear  (`REPEATS=5 FAMILIES=linear`) auto/best 1.002 (skewed4) 1.069
+#           (zipf1000) 0.966 (tiny20000), auto ran fused everywhere;
+#           scaling 2.24x wall (0.881 s / 0.393 s), 2.51x train time.
+#   gbdt    (`REPEATS=3`) auto/best 1.055 / 1.013 / 1.004 (auto ran tp,
+#           fused, dp); scaling 1.19x wall (2.490 s / 2.087 s), 1.00x
+#           train time. (1.60x at fe249ce, before a cut booster's shards
+#           built their histograms at the same time, 73b0445.)
+#   mlp     (`REPEATS=3`) auto/best 1.041 / 1.021 / 1.021 (auto ran fused
+#           everywhere); scaling 3.53x wall (1.985 s / 0.563 s), 2.66x train
+#           time. (5.12x at fe249ce, before the model file's base64 weights,
+#           c487219, and models taking over their units' parameters, 52dadd6.)
+# Linear: in a traced tiny20000 run ~0.23 s is the per-group standardised
+# layout (first-touch page faults of this VM included) and ~0.47 s the
 # Newton iterations (0.12 s for skewed4), where 80,004 units each sum a
 # 33 x 33 Hessian over their ~40 rows and factor it, every iteration:
 # per-unit work, not per-unit overhead. MLP: 20,001 networks of 2,177
-# parameters with Adam moments are ~520 MB of state against 5 networks,
-# and their model file is 546 MB of JSON (about 1.5 s of the 3.0 s wall
-# is writing it). GBDT: the global model's booster over all 800k rows is
-# cut over both workers under dp (tiny20000), ~31 ms a round.
-# An earlier linear-only run at cf79302: auto/best 1.021 / 1.011 / 1.036,
-# scaling 2.23x (0.891 s / 0.399 s).
+# parameters with Adam moments are ~520 MB of state against 5 networks
+# (in `perf`, half of the tiny20000 run's samples are the kernel clearing
+# fresh pages), and their model file is 265 MB. GBDT: the global model's
+# booster over all 800k rows is cut over both workers under dp
+# (tiny20000), ~31 ms a round.
+# Earlier: linear-only at cf79302, auto/best 1.021 / 1.011 / 1.036, scaling
+# 2.23x (0.891 s / 0.399 s).
 #
 #   benchmarks/strategies.sh
 #   REPEATS=1 STRATEGIES="tp auto" FAMILIES=linear benchmarks/strategies.sh
