@@ -77,11 +77,11 @@ pub trait PassFamily: Sync {
         None
     }
     /// How many updates a whole group's units may take, one after another,
-    /// in one pass of a plan that cuts no group: its rows are in cache and no
-    /// other worker's statistics are awaited, so the pass driver scans and
-    /// updates them again at once (each unit takes the same steps as over
-    /// several passes). 1 (the default): one update per pass, so progress
-    /// is reported after each.
+    /// in one pass: its rows are in cache and no other worker's statistics
+    /// are awaited, so the pass driver scans and updates them again at once
+    /// (each unit takes the same steps as over several passes; cut groups
+    /// take one step a pass). 1 (the default): one update per pass, so
+    /// progress is reported after each.
     fn whole_steps(&self) -> usize {
         1
     }
@@ -503,8 +503,8 @@ impl Workers {
     }
 
     /// Runs one pass under the current plan; returns when every worker is
-    /// done. Under a plan that cuts no group, a whole group takes up to
-    /// [`PassFamily::whole_steps`] updates (at most `left`).
+    /// done. A whole group takes up to [`PassFamily::whole_steps`] updates
+    /// (at most `left`), a cut group one.
     fn run_pass<F: PassFamily>(
         &self,
         family: &F,
@@ -514,11 +514,7 @@ impl Workers {
     ) {
         let guard = self.plan.read().unwrap();
         let plan = guard.as_ref().expect("a plan is set before a pass");
-        let steps = if plan.all_whole() {
-            family.whole_steps().clamp(1, left.max(1))
-        } else {
-            1
-        };
+        let steps = family.whole_steps().clamp(1, left.max(1));
         self.steps.store(steps, Ordering::Relaxed);
         // A plan with work for one worker at a time runs on the calling
         // thread alone; the others stay parked.
@@ -889,7 +885,7 @@ mod tests {
     }
 
     #[test]
-    fn whole_groups_take_their_steps_in_one_pass_when_none_is_cut() {
+    fn whole_groups_take_their_steps_in_one_pass() {
         let sizes = [1000, 10, 10, 500, 1, 3];
         let family = Countdown {
             armed: AtomicBool::new(false),

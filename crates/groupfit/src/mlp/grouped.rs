@@ -243,6 +243,9 @@ pub struct MlpUnit {
     done: bool,
 }
 
+/// Mini-batch steps a whole group may take in one pass.
+pub const WHOLE_STEPS: usize = 64;
+
 /// Per-worker buffers.
 #[derive(Debug, Default)]
 pub struct MlpScratch {
@@ -328,7 +331,8 @@ impl<'a> MlpPass<'a> {
         let mut perm = Vec::new();
         epoch_permutation(n, self.seed, self.streams[g], 0, &mut perm);
         MlpUnit {
-            opt: OptState::new(cfg.optimizer(), params.len()),
+            // Moments come with the first step and go with the last.
+            opt: OptState::new(cfg.optimizer(), 0),
             params,
             epoch: 0,
             batch: 0,
@@ -355,6 +359,15 @@ impl PassFamily for MlpPass<'_> {
 
     fn is_active(&self, unit: &MlpUnit) -> bool {
         !unit.done
+    }
+
+    /// A whole group takes up to [`WHOLE_STEPS`] mini-batch steps a pass: a
+    /// small group's units run to the end in one pass (their optimizer
+    /// moments are then freed and reused by the next group's, where
+    /// lockstep passes would hold every unit's at once), and a large group
+    /// still reports progress every few dozen steps.
+    fn whole_steps(&self) -> usize {
+        WHOLE_STEPS
     }
 
     fn accumulate(

@@ -591,6 +591,12 @@ fn step(
             }
         }
         Optimizer::Adam => {
+            // Moments are allocated at the first step (a unit waiting for
+            // its turn holds none).
+            if st.m.len() < params.len() {
+                st.m.resize(params.len(), 0.0);
+                st.v.resize(params.len(), 0.0);
+            }
             let (b1, b2, eps) = (0.9f32, 0.999f32, 1e-8f32);
             let bc1 = 1.0 - 0.9f64.powi(st.step as i32);
             let bc2 = 1.0 - 0.999f64.powi(st.step as i32);
