@@ -39,6 +39,12 @@
 # thread time): groupfit 38.5 s against lightgbm-joblib 99.2 s (2.6x), the same
 # valid_logloss 0.56706 against 0.56884; flights 4.4 s against 8.9 s, RMSE
 # 19.557 against 19.590 (-0.17%).
+# Again on 2026-12-05 at 61b6f0d (a cut booster's shards now build at the
+# same time; this grid runs tp, so unchanged): groupfit 37.3 s against
+# lightgbm-joblib 94.8 s (2.5x), valid_logloss 0.56706 against 0.56884;
+# histogram building 40% of pass thread time (25.8 of 64.1 thread-s),
+# binning 0.76 s; flights 4.0 s against 7.4 s, RMSE 19.557 against 19.590
+# (-0.17%).
 #
 #   benchmarks/gbdt.sh
 #   SYSTEMS="lightgbm-joblib" FLIGHTS=0 benchmarks/gbdt.sh
