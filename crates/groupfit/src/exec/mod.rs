@@ -894,8 +894,11 @@ mod tests {
         for strategy in Strategy::FIXED {
             for workers in [1, 2] {
                 let (units, rows) = countdown_units(&sizes);
+                let mut after_first = None;
                 let (done, report) =
-                    run_passes(&family, units, &rows, strategy, workers, 100, &mut |_| {});
+                    run_passes(&family, units, &rows, strategy, workers, 100, &mut |p| {
+                        after_first.get_or_insert(p.active);
+                    });
                 // Every unit still sees its rows once per update.
                 for (g, us) in done.iter().enumerate() {
                     for (k, u) in us.iter().enumerate() {
@@ -921,6 +924,21 @@ mod tests {
                         "{strategy:?} x {workers}"
                     );
                 }
+                // Whole groups finish in the first pass even when another
+                // group is cut: only cut groups' units of 2+ updates are left.
+                let cut: std::collections::BTreeSet<usize> = plan
+                    .stages
+                    .iter()
+                    .flatten()
+                    .flatten()
+                    .filter(|s| !s.whole)
+                    .map(|s| s.group)
+                    .collect();
+                let left: usize = cut
+                    .iter()
+                    .map(|&g| (0..2).filter(|k| (g + k) % 4 > 0).count())
+                    .sum();
+                assert_eq!(after_first, Some(left), "{strategy:?} x {workers}: cut {cut:?}");
             }
         }
     }
