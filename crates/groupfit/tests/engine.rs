@@ -1024,7 +1024,9 @@ fn golden_case(stem: &str, version: u32, model: &str, params: &[&str]) {
     }
 
     let bundle = ModelBundle::load(&path).unwrap_or_else(|e| {
-        panic!("the committed golden model {stem} no longer loads: {e}\n(see tests/golden/README.md)")
+        panic!(
+            "the committed golden model {stem} no longer loads: {e}\n(see tests/golden/README.md)"
+        )
     });
     assert_eq!(bundle.format_version, version);
     assert_eq!(bundle.family, model);

@@ -938,7 +938,11 @@ mod tests {
                     .iter()
                     .map(|&g| (0..2).filter(|k| (g + k) % 4 > 0).count())
                     .sum();
-                assert_eq!(after_first, Some(left), "{strategy:?} x {workers}: cut {cut:?}");
+                assert_eq!(
+                    after_first,
+                    Some(left),
+                    "{strategy:?} x {workers}: cut {cut:?}"
+                );
             }
         }
     }

@@ -660,7 +660,10 @@ mod tests {
         };
         let v = b.global.model.to_json();
         assert_eq!(v["layers"][0]["n_out"], 2);
-        assert_eq!(v["layers"][0]["w"][0].as_f64(), Some(m.layers[0].w[0] as f64));
+        assert_eq!(
+            v["layers"][0]["w"][0].as_f64(),
+            Some(m.layers[0].w[0] as f64)
+        );
         assert_eq!(v["layers"][1]["b"][0].as_f64(), Some(0.3f32 as f64));
         // A version-1 file (number arrays) loads to the same bundle.
         let mut old = serde_json::to_value(&b).unwrap();
