@@ -93,6 +93,13 @@ impl Binning {
     }
 }
 
+/// Writes the bin of each of `values` under `m` into `out`.
+fn bin_into(m: &BinMapper, values: &[f64], out: &mut [u8]) {
+    for (b, &v) in out.iter_mut().zip(values) {
+        *b = m.bin(v) as u8;
+    }
+}
+
 /// One feature's bins over every group: each group's mapper, fitted on its
 /// own training values, and the bin of every training and validation value
 /// (in layout order).
@@ -163,9 +170,7 @@ impl GbdtLayout {
                     binning.min_data_in_bin,
                     keys,
                 );
-                for (b, &v) in bins[lo..hi].iter_mut().zip(&vals[lo..hi]) {
-                    *b = m.bin(v) as u8;
-                }
+                bin_into(&m, &vals[lo..hi], &mut bins[lo..hi]);
                 mappers.push(m);
             }
             vals.clear();
@@ -174,9 +179,7 @@ impl GbdtLayout {
             let mut valid_bins = vec![0u8; nv];
             for (g, m) in mappers.iter().enumerate() {
                 let (lo, hi) = (valid_starts[g], valid_starts[g + 1]);
-                for (b, &v) in valid_bins[lo..hi].iter_mut().zip(&vals[lo..hi]) {
-                    *b = m.bin(v) as u8;
-                }
+                bin_into(m, &vals[lo..hi], &mut valid_bins[lo..hi]);
             }
             FeatureBins {
                 mappers,

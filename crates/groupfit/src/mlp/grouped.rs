@@ -308,9 +308,9 @@ impl<'a> MlpPass<'a> {
     }
 
     /// Fresh units of every config for every group with `fit[g]`, built on
-    /// `threads` threads (20,000 groups' networks and optimizer moments are
-    /// hundreds of megabytes, and touching fresh memory is most of the cost:
-    /// it goes faster on every core).
+    /// `threads` threads (20,000 groups' initial networks are hundreds of
+    /// megabytes, and touching fresh memory is most of the cost: it goes
+    /// faster on every core).
     pub fn initial_units(&self, fit: &[bool], threads: usize) -> Vec<Vec<MlpUnit>> {
         crate::exec::par_map(fit.len(), threads, &|g| usize::from(fit[g]), &|g| {
             if fit[g] {
@@ -325,14 +325,13 @@ impl<'a> MlpPass<'a> {
 
     /// A fresh unit for config `k` of group `g`.
     pub fn new_unit(&self, g: usize, k: usize) -> MlpUnit {
-        let cfg = &self.configs[k];
         let params = init_params(&self.widths[k], self.seed, self.streams[g]);
         let n = self.data.rows_of(g);
         let mut perm = Vec::new();
         epoch_permutation(n, self.seed, self.streams[g], 0, &mut perm);
         MlpUnit {
             // Moments come with the first step and go with the last.
-            opt: OptState::new(cfg.optimizer(), 0),
+            opt: OptState::default(),
             params,
             epoch: 0,
             batch: 0,
@@ -480,7 +479,7 @@ impl PassFamily for MlpPass<'_> {
                 unit.done = true;
                 unit.perm = Vec::new();
                 // The optimizer's moments are not needed again.
-                unit.opt = OptState::new(cfg.optimizer(), 0);
+                unit.opt = OptState::default();
             } else {
                 epoch_permutation(
                     n,

@@ -147,6 +147,11 @@ fn col_sums(src: &[f32], rows: usize, w: usize, rs: usize, out: &mut [f32]) {
     }
 }
 
+/// Parameters (weights and biases) of a network of layer `widths`.
+pub fn param_count(widths: &[usize]) -> usize {
+    widths.windows(2).map(|p| p[0] * p[1] + p[1]).sum()
+}
+
 /// Offsets of each layer's weights and biases in the flat parameters.
 pub fn layer_offsets(widths: &[usize]) -> impl Iterator<Item = (usize, usize)> + '_ {
     let mut o = 0;
@@ -512,8 +517,9 @@ fn gradients<'n>(
     }
 }
 
-/// Optimizer state of one network.
-#[derive(Debug, Clone, PartialEq)]
+/// Optimizer state of one network: empty until its first step (Adam's
+/// moments are allocated there, see [`optimizer_step`]).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct OptState {
     /// First moments (Adam).
     pub m: Vec<f32>,
@@ -521,18 +527,6 @@ pub struct OptState {
     pub v: Vec<f32>,
     /// Steps taken.
     pub step: u64,
-}
-
-impl OptState {
-    /// Zero moments for `n` parameters (none for SGD).
-    pub fn new(optimizer: Optimizer, n: usize) -> OptState {
-        let k = if optimizer == Optimizer::Adam { n } else { 0 };
-        OptState {
-            m: vec![0.0; k],
-            v: vec![0.0; k],
-            step: 0,
-        }
-    }
 }
 
 /// One optimizer step with gradient `grad` (the batch-mean loss's), adding
@@ -807,7 +801,7 @@ mod tests {
         // After one Adam step, m̂ = g and v̂ = g², so each parameter moves by
         // lr * g / (|g| + eps) ≈ lr * sign(g).
         let mut p = vec![1.0f32, -1.0, 0.5];
-        let mut st = OptState::new(Optimizer::Adam, 3);
+        let mut st = OptState::default();
         optimizer_step(
             Optimizer::Adam,
             0.1,
@@ -819,7 +813,7 @@ mod tests {
         assert!((p[0] - 0.9).abs() < 1e-6 && (p[1] + 0.9).abs() < 1e-6 && p[2] == 0.5);
         // SGD with weight decay: p -= lr * (g + wd * p)
         let mut q = vec![2.0f32];
-        let mut st = OptState::new(Optimizer::Sgd, 1);
+        let mut st = OptState::default();
         optimizer_step(Optimizer::Sgd, 0.5, 0.25, &mut q, &[1.0], &mut st);
         assert_eq!(q[0], 2.0 - 0.5 * (1.0 + 0.5));
     }

@@ -349,7 +349,7 @@ impl MlpConfig {
     }
     /// Number of parameters (weights and biases) for `d` inputs.
     pub fn n_params(&self, d: usize) -> usize {
-        self.widths(d).windows(2).map(|p| p[0] * p[1] + p[1]).sum()
+        kernel::param_count(&self.widths(d))
     }
     /// Floating-point operations of one training step per row: forward,
     /// weight gradients, and input gradients of every layer but the first
@@ -422,24 +422,22 @@ impl MlpModel {
         std: Vec<f64>,
         epoch_loss: Vec<f64>,
     ) -> MlpModel {
-        // Offsets of each layer's `w` (its `b` follows it).
-        let mut starts = Vec::with_capacity(widths.len());
-        let mut o = 0;
-        for p in widths.windows(2) {
-            starts.push(o);
-            o += p[0] * p[1] + p[1];
-        }
-        params.truncate(o);
-        let mut layers = Vec::with_capacity(starts.len());
-        for (p, &at) in widths.windows(2).zip(&starts).rev() {
-            let (n_in, n_out) = (p[0], p[1]);
-            let b = params.split_off(at + n_in * n_out);
-            let w = if at == 0 {
+        let offsets: Vec<(usize, usize)> = kernel::layer_offsets(widths).collect();
+        params.truncate(kernel::param_count(widths));
+        let mut layers = Vec::with_capacity(offsets.len());
+        for (p, &(w_at, b_at)) in widths.windows(2).zip(&offsets).rev() {
+            let b = params.split_off(b_at);
+            let w = if w_at == 0 {
                 std::mem::take(&mut params)
             } else {
-                params.split_off(at)
+                params.split_off(w_at)
             };
-            layers.push(Dense { n_in, n_out, w, b });
+            layers.push(Dense {
+                n_in: p[0],
+                n_out: p[1],
+                w,
+                b,
+            });
         }
         layers.reverse();
         MlpModel {
@@ -625,8 +623,7 @@ pub fn init_params(widths: &[usize], seed: u64, group_stream: u64) -> Vec<f32> {
         .flat_map(|w| (*w as u64).to_le_bytes())
         .collect();
     let mut rng = Rng::new(&[seed, group_stream, stable_hash(&arch), 1]);
-    let n: usize = widths.windows(2).map(|w| w[0] * w[1] + w[1]).sum();
-    let mut p = Vec::with_capacity(n);
+    let mut p = Vec::with_capacity(kernel::param_count(widths));
     for win in widths.windows(2) {
         let bound = 1.0 / (win[0] as f64).sqrt();
         for _ in 0..win[0] * win[1] + win[1] {
