@@ -1275,7 +1275,7 @@ pub fn predict_table(
     let batch = project(batch, &wanted, data)?;
     let nk = bundle.key_columns.len();
     let keys: Vec<ArrayRef> = batch.columns()[..nk].to_vec();
-    let preds = bundle.predict(&keys, &batch.columns()[nk..], data)?;
+    let preds = bundle.predict(&keys, &batch.columns()[nk..], data, resolve_threads(0))?;
     let mut fields: Vec<Field> = batch.schema().fields()[..nk]
         .iter()
         .map(|f| f.as_ref().clone())

@@ -22,7 +22,27 @@ pub struct Tree {
     pub leaf_value: Vec<f64>,
 }
 
+/// Rows that walk a tree together in [`Tree::add_columns`]: one row's walk
+/// waits on each node's loads; several independent walks overlap.
+const LANES: usize = 8;
+
 impl Tree {
+    /// The child of internal node `n` that a row with value `v` of the
+    /// node's feature goes to.
+    #[inline(always)]
+    fn child(&self, n: usize, v: f64) -> i32 {
+        let go_left = if v.is_nan() {
+            self.default_left[n]
+        } else {
+            v <= self.threshold[n]
+        };
+        if go_left {
+            self.left[n]
+        } else {
+            self.right[n]
+        }
+    }
+
     /// The leaf a row lands in.
     pub fn leaf(&self, x: &[f64]) -> usize {
         if self.split_feature.is_empty() {
@@ -31,15 +51,44 @@ impl Tree {
         let mut i = 0i32;
         while i >= 0 {
             let n = i as usize;
-            let v = x[self.split_feature[n] as usize];
-            let go_left = if v.is_nan() {
-                self.default_left[n]
-            } else {
-                v <= self.threshold[n]
-            };
-            i = if go_left { self.left[n] } else { self.right[n] };
+            i = self.child(n, x[self.split_feature[n] as usize]);
         }
         !i as usize
+    }
+
+    /// Adds the tree's output for the rows of `x` (row-major, `d` values
+    /// a row, `out.len()` rows) to `out`: the values [`Tree::predict`]
+    /// gives, [`LANES`] rows walking the tree at a time.
+    pub fn add_rows(&self, x: &[f64], d: usize, out: &mut [f64]) {
+        if self.split_feature.is_empty() {
+            let v = self.leaf_value[0];
+            out.iter_mut().for_each(|o| *o += v);
+            return;
+        }
+        let mut chunks = out.chunks_exact_mut(LANES);
+        let mut base = 0;
+        for chunk in &mut chunks {
+            let mut node = [0i32; LANES];
+            // Every lane steps each round, without branches; a lane at its
+            // leaf (negative) stays there.
+            while node.iter().any(|&i| i >= 0) {
+                for (l, i) in node.iter_mut().enumerate() {
+                    let n = (*i).max(0) as usize;
+                    let v = x[(base + l) * d + self.split_feature[n] as usize];
+                    let left = (v <= self.threshold[n]) | (v.is_nan() & self.default_left[n]);
+                    let next = [self.right[n], self.left[n]][left as usize];
+                    *i = [*i, next][(*i >= 0) as usize];
+                }
+            }
+            for (o, &i) in chunk.iter_mut().zip(&node) {
+                *o += self.leaf_value[!i as usize];
+            }
+            base += LANES;
+        }
+        for (k, o) in chunks.into_remainder().iter_mut().enumerate() {
+            let r = (base + k) * d;
+            *o += self.predict(&x[r..r + d]);
+        }
     }
 
     /// The tree's output for one row.

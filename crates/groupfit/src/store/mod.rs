@@ -84,28 +84,10 @@ impl FittedModel {
     pub fn predict_columns(&self, task: Task, cols: &[Vec<f64>], range: Range<usize>) -> Vec<f64> {
         match self {
             FittedModel::Linear(m) => m.predict_columns(task, cols, range),
-            FittedModel::Gbdt(m) => predict_by_rows(cols, range, |x| m.predict_row(task, x)),
+            FittedModel::Gbdt(m) => m.predict_columns(task, cols, range),
             FittedModel::Mlp(m) => m.predict_columns(task, cols, range),
         }
     }
-}
-
-/// Row-at-a-time [`FittedModel::predict_columns`] for families without a
-/// column-wise kernel: gathers each row and calls `f`.
-pub fn predict_by_rows(
-    cols: &[Vec<f64>],
-    range: Range<usize>,
-    mut f: impl FnMut(&[f64]) -> f64,
-) -> Vec<f64> {
-    let mut row = vec![0.0; cols.len()];
-    range
-        .map(|i| {
-            for (r, c) in row.iter_mut().zip(cols) {
-                *r = c[i];
-            }
-            f(&row)
-        })
-        .collect()
 }
 
 /// Validation scores of one model on one group's validation rows.
@@ -418,12 +400,15 @@ impl ModelBundle {
     }
 
     /// Predicts every row of a table given its key columns and feature columns
-    /// (in the bundle's order). `path` names the input in errors.
+    /// (in the bundle's order), on up to `threads` threads: the rows of each
+    /// model are gathered and predicted together
+    /// ([`FittedModel::predict_columns`]). `path` names the input in errors.
     pub fn predict(
         &self,
         keys: &[ArrayRef],
         features: &[ArrayRef],
         path: &Path,
+        threads: usize,
     ) -> Result<Predictions> {
         let n = keys.first().map_or(0, |k| k.len());
         let encoder = GroupEncoder::from_keys(
@@ -438,41 +423,82 @@ impl ModelBundle {
         for (name, arr) in self.features.iter().zip(features) {
             cols.push(Column::from_array(arr, name, path, true)?);
         }
-        let mut values = Vec::with_capacity(n);
+        // The model of each row: its group's own (slot `g`) or the global
+        // model (slot `n_groups`).
+        let n_groups = self.groups.len();
         let mut routes = Vec::with_capacity(n);
-        let (mut own, mut global, mut unseen) = (0, 0, 0);
-        let mut row = vec![0.0; cols.len()];
-        for i in 0..n {
-            for (j, c) in cols.iter().enumerate() {
-                let v = c.get(i);
-                row[j] = match self.impute.get(j) {
-                    Some(&fill) if v.is_nan() => fill,
-                    _ => v,
-                };
-            }
-            let model = match gid[i].map(|g| &self.groups[g as usize]) {
-                Some(GroupEntry {
-                    route: Route::Own,
-                    model: Some(m),
-                    ..
-                }) => {
-                    own += 1;
-                    routes.push(RowRoute::Own);
-                    m
-                }
-                Some(_) => {
-                    global += 1;
-                    routes.push(RowRoute::Fallback);
-                    &self.global.model
-                }
-                None => {
-                    global += 1;
-                    unseen += 1;
-                    routes.push(RowRoute::Unseen);
-                    &self.global.model
-                }
+        let mut slot = Vec::with_capacity(n);
+        for g in &gid {
+            let (route, s) = match g.map(|g| (g as usize, &self.groups[g as usize])) {
+                Some((
+                    g,
+                    GroupEntry {
+                        route: Route::Own,
+                        model: Some(_),
+                        ..
+                    },
+                )) => (RowRoute::Own, g),
+                Some(_) => (RowRoute::Fallback, n_groups),
+                None => (RowRoute::Unseen, n_groups),
             };
-            values.push(model.predict_row(self.task, &row));
+            routes.push(route);
+            slot.push(s);
+        }
+        let count = |r: RowRoute| routes.iter().filter(|&&x| x == r).count();
+        let own = count(RowRoute::Own);
+        let unseen = count(RowRoute::Unseen);
+        let global = n - own;
+        // Rows in order of their model (a counting sort), as imputed
+        // column-major features, so each model predicts its rows in one call.
+        let mut start = vec![0usize; n_groups + 2];
+        for &s in &slot {
+            start[s + 1] += 1;
+        }
+        for s in 0..=n_groups {
+            start[s + 1] += start[s];
+        }
+        let mut cursor = start.clone();
+        let mut order = vec![0usize; n];
+        for (i, &s) in slot.iter().enumerate() {
+            order[cursor[s]] = i;
+            cursor[s] += 1;
+        }
+        let xc: Vec<Vec<f64>> = crate::exec::par_map(cols.len(), threads, &|_| 1, &|j| {
+            let fill = self.impute.get(j).copied().unwrap_or(f64::NAN);
+            crate::with_values!(cols[j], |v| order
+                .iter()
+                .map(|&i| {
+                    let x: f64 = v[i].into();
+                    if x.is_nan() {
+                        fill
+                    } else {
+                        x
+                    }
+                })
+                .collect())
+        });
+        let model = |s: usize| match &self.groups.get(s) {
+            Some(GroupEntry { model: Some(m), .. }) => m,
+            _ => &self.global.model,
+        };
+        let by_slot = crate::exec::par_map(
+            n_groups + 1,
+            threads,
+            &|s| start[s + 1] - start[s] + 1,
+            &|s| {
+                let range = start[s]..start[s + 1];
+                if range.is_empty() {
+                    Vec::new()
+                } else {
+                    model(s).predict_columns(self.task, &xc, range)
+                }
+            },
+        );
+        let mut values = vec![0.0; n];
+        for (s, p) in by_slot.iter().enumerate() {
+            for (&i, &v) in order[start[s]..start[s + 1]].iter().zip(p) {
+                values[i] = v;
+            }
         }
         Ok(Predictions {
             values,
