@@ -7,6 +7,9 @@
 #    with GROUPFIT_TRACE=1 for the share of time in histogram building) and,
 #    on the same data in the same run, lightgbm-joblib and lightgbm-loop from
 #    ../shared/bench/baselines.py (4,000 boosters each).
+#    With NO_GLOBAL=1 (the default), one more groupfit run with --no-global:
+#    4,000 boosters like the baselines, without the global model that sees
+#    every row (a second table).
 # 2. The flights data (per-route models of arr_delay): groupfit against a
 #    per-route LightGBM loop with the same grid (benchmarks/gbdt_flights.py).
 # Prints ratio tables. Quote ratios from one run only.
@@ -65,6 +68,7 @@ N_GROUPS=${N_GROUPS:-1000}
 REPEATS=${REPEATS:-2}
 SYSTEMS=${SYSTEMS:-"lightgbm-joblib lightgbm-loop"}
 FLIGHTS=${FLIGHTS:-1}
+NO_GLOBAL=${NO_GLOBAL:-1}
 DATA=$OUT/zipf-${ROWS}-${N_GROUPS}
 STAMP=$(date +%Y%m%d-%H%M%S)
 RESULTS=$OUT/gbdt-$STAMP.jsonl
@@ -81,6 +85,13 @@ for i in $(seq "$REPEATS"); do
         "${GRID[@]}" --out "$OUT/gbdt.gfm" --json \
         | "$PY" -c 'import json,sys; d=json.load(sys.stdin); d["system"]="groupfit"; print(json.dumps(d))' >> "$RESULTS"
 done
+# Like for like with the baselines (4,000 boosters, no global model): one
+# run with --no-global, reported in a second table.
+if [ "$NO_GLOBAL" = 1 ]; then
+    "$BIN" train --data "$DATA/train.parquet" --valid "$DATA/valid.parquet" --by group --target label \
+        "${GRID[@]}" --no-global --out "$OUT/gbdt-no-global.gfm" --json \
+        | "$PY" -c 'import json,sys; d=json.load(sys.stdin); d["system"]="groupfit-no-global"; print(json.dumps(d))' >> "$RESULTS"
+fi
 echo "traced run (stage timings, share of time in histogram building):" >&2
 GROUPFIT_TRACE=1 "$BIN" train --data "$DATA/train.parquet" --valid "$DATA/valid.parquet" --by group --target label \
     "${GRID[@]}" --out "$OUT/gbdt.gfm" --json 2> "$OUT/gbdt-$STAMP.trace" > /dev/null
@@ -90,6 +101,10 @@ for s in $SYSTEMS; do
     "$PY" "$SHARED/bench/baselines.py" --data "$DATA" --family gbdt --system "$s" >> "$RESULTS"
 done
 "$PY" "$ROOT/benchmarks/report.py" "$RESULTS" --reference lightgbm
+if [ "$NO_GLOBAL" = 1 ]; then
+    echo
+    "$PY" "$ROOT/benchmarks/report.py" "$RESULTS" --reference lightgbm --system groupfit-no-global
+fi
 
 if [ "$FLIGHTS" = 1 ]; then
     echo

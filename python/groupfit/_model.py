@@ -36,7 +36,8 @@ class GroupedModel:
         """One row per training group: key columns (strings), ``rows``, ``valid_rows``,
         ``config`` (chosen; null when the group uses the global model),
         ``valid_logloss``/``valid_auc`` (binary) or ``valid_rmse`` (regression) of the
-        model serving the group, ``route`` (``own``/``global``) and ``fallback``."""
+        model serving the group, ``route`` (``own``/``global``, or ``none``: no model,
+        trained with ``global_model=False``) and ``fallback``."""
         return pa.Table.from_batches([self._bundle.scores()])
 
     @property
@@ -62,7 +63,8 @@ class GroupedModel:
     def predict(self, data: Any) -> np.ndarray:
         """Predictions for every row of ``data`` (table or Parquet path), in row order:
         the probability of class 1 (binary) or the value (regression). Rows of groups
-        unseen in training, or that fell back, use the global model."""
+        unseen in training, or that fell back, use the global model; without one
+        (``global_model=False``) such rows raise :class:`groupfit.exceptions.NoModelError`."""
         batch = self._bundle.predict(to_source(data), False)
         return batch.column(batch.num_columns - 1).to_numpy(zero_copy_only=False)
 
@@ -115,6 +117,7 @@ def fit(
     seed: int = 0,
     strategy: str = "auto",
     runner: Any = None,
+    global_model: bool = True,
 ) -> GroupedModel:
     """Trains one model per group (and per config of the grid ``params``) and
     returns a :class:`GroupedModel`.
@@ -124,6 +127,9 @@ def fit(
     a validation table/path. ``params``: ``{"C": [0.01, 0.1, 1]}``, the grid being the
     product of the lists. ``runner``: ``"native"`` (default, in-process), ``"ray"``,
     a :class:`groupfit.runners.Runner`, or ``None`` to read ``GROUPFIT_RUNNER``.
+    ``global_model=False`` is the CLI's ``--no-global``: no global model, so
+    groups that would fall back have none, and predicting rows of such groups
+    (or of unseen groups) raises :class:`groupfit.exceptions.NoModelError`.
     The other arguments mean what the CLI's ``train`` options mean.
     """
     from groupfit.runners import resolve_runner
@@ -148,5 +154,6 @@ def fit(
         threads=int(threads),
         seed=int(seed),
         strategy=strategy,
+        global_model=bool(global_model),
     )
     return resolve_runner(runner).fit(job)

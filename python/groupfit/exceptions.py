@@ -6,7 +6,9 @@ message, the same text the CLI prints after ``error: ``. All derive from
 
 - :class:`DataError`: the input cannot be used.
   Subclasses: :class:`MissingColumnError`, :class:`NonNumericColumnError`,
-  :class:`InfiniteValueError`, :class:`EmptyInputError`, :class:`TargetError`.
+  :class:`InfiniteValueError`, :class:`EmptyInputError`, :class:`TargetError`,
+  :class:`NoModelError` (rows to predict whose group has no model: trained
+  with ``global_model=False``).
 - :class:`ParamError`: an invalid hyper-parameter or grid.
 - :class:`ArgumentError`: an invalid or conflicting argument.
 - :class:`ModelFileError`: a corrupt, truncated or too-new model file.
@@ -24,6 +26,7 @@ from groupfit._native import (
     InfiniteValueError,
     MissingColumnError,
     ModelFileError,
+    NoModelError,
     NonNumericColumnError,
     ParamError,
     RunnerError,
@@ -38,6 +41,7 @@ __all__ = [
     "InfiniteValueError",
     "EmptyInputError",
     "TargetError",
+    "NoModelError",
     "ParamError",
     "ArgumentError",
     "ModelFileError",

@@ -220,8 +220,10 @@ def test_train_summary_matches_recomputation(gf, tmp_path, task):
     assert s["routes"] == {
         "groups_own": 4,
         "groups_global": 1,
+        "groups_none": 0,
         "valid_rows_own": 147 + 100 + 60,
         "valid_rows_global": 30 + 25,
+        "valid_rows_none": 0,
         "valid_rows_unseen": 25,
     }
     assert s["fallback"] == {"min_rows": 10, "few_rows": 1, "one_class": 0}

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 import pyarrow.parquet as pq
 import pytest
 
@@ -116,6 +117,42 @@ def test_summary_scores_and_routes(tables):
     p = m.predict(valid)
     assert isinstance(p, np.ndarray) and p.dtype == np.float64 and p.shape == (valid.num_rows,)
     np.testing.assert_array_equal(p, t.column("prediction").to_numpy())
+
+
+def test_without_the_global_model(gf_bin, tables, files, tmp_path):
+    # global_model=False (the CLI's --no-global): no global model; the 5-row
+    # group d gets no model, its and unseen rows cannot be predicted; the
+    # other groups' models are those trained with the global model.
+    train, valid = tables
+    kw = dict(by="g", target="y", params=GRID, valid=valid, min_rows=10)
+    with_global = gf.fit(train, **kw)
+    m = gf.fit(train, global_model=False, **kw)
+    s = m.summary
+    assert s["global_config"] is None and with_global.summary["global_config"] is not None
+    assert s["models"] == 4 * 2 and with_global.summary["models"] == 5 * 2
+    assert s["routes"]["groups_none"] == 1 and s["routes"]["groups_global"] == 0
+    assert s["routes"]["valid_rows_none"] == SIZES["d"] + 30  # group d and the unseen group
+    by = {r["g"]: r for r in m.scores.to_pylist()}
+    assert by["d"]["route"] == "none" and by["d"]["valid_logloss"] is None and "min-rows" in by["d"]["fallback"]
+    own = valid.filter(pa.compute.is_in(valid["g"], pa.array(["a", "b", "c", "e"])))
+    np.testing.assert_allclose(m.predict(own), with_global.predict(own), rtol=1e-12)
+    for group, why in (("d", "fell back in training"), ("unseen", "not seen in training")):
+        rows = valid.filter(pa.compute.equal(valid["g"], group))
+        with pytest.raises(gfe.NoModelError, match=f"group {group} in '<table>' has no model: it.*{why}"):
+            m.predict(rows)
+    assert issubclass(gfe.NoModelError, gfe.DataError)
+    # The same from the CLI: --no-global, then predict fails and writes nothing.
+    out = tmp_path / "m.gfm"
+    rc, _, err = run("train", "--data", files / "train.parquet", "--valid", files / "valid.parquet",
+              "--by", "g", "--target", "y", *CLI_GRID, "--no-global", "--out", out)
+    assert rc == 0, err
+    assert "no model (no global model to fall back to): 1 groups" in err
+    rc, stdout, _ = run("inspect", out)
+    assert "global       none (trained with --no-global)" in stdout
+    preds = tmp_path / "p.parquet"
+    rc, _, err = run("predict", "--model", out, "--data", files / "valid.parquet", "--out", preds)
+    assert_cli_error(rc, err, "has no model", "--no-global", str(files / "valid.parquet"))
+    assert not preds.exists() and not list(tmp_path.glob("*.tmp*"))
 
 
 def test_regression_matches_a_numpy_recomputation(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 import pyarrow.parquet as pq
 import pytest
 
@@ -180,6 +181,24 @@ def test_trees_and_networks_by_whole_groups_equal_native(cluster, model, params)
     small, big = sorted(info["shard_rows"])
     assert big == train.num_rows and 0 < small <= train.num_rows - 4
     assert remote.summary["strategy"] == "tp"
+
+
+@pytest.mark.parametrize(
+    "model,params",
+    [("linear", {"C": [0.1, 10.0]}), ("gbdt", {"rounds": [8], "num_leaves": [4, 7], "min_data_in_leaf": [5]})],
+)
+def test_without_the_global_model_ray_equals_native(cluster, model, params):
+    # global_model=False: the remote partial step (linear) and whole groups
+    # (gbdt) fit no global model; the 4-row group has none.
+    train, valid = data("binary", 41)
+    kw = dict(by="g", target="y", model=model, params=params, valid=valid, min_rows=10, global_model=False)
+    native = gf.fit(train, **kw)
+    remote = gf.fit(train, runner=gf.RayRunner(workers=2), **kw)
+    own = valid.filter(pa.compute.not_equal(valid["g"], "tiny"))
+    assert_same(native, remote, own)
+    assert remote.summary["global_config"] is None and remote.summary["routes"]["groups_none"] == 1
+    with pytest.raises(gfe.NoModelError, match="group tiny"):
+        remote.predict(valid)
 
 
 def test_whole_group_actor_killed_is_replaced(cluster):

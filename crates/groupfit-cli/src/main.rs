@@ -79,6 +79,12 @@ struct JobArgs {
     /// (small groups whole, large ones sharded, one scan).
     #[arg(long, default_value = "auto")]
     strategy: String,
+    /// Do not train the global model (on every training row, about the cost
+    /// of all the groups' models together): groups below --min-rows or with
+    /// one class then get no model, and predicting rows of such groups, or
+    /// of groups unseen in training, is an error.
+    #[arg(long)]
+    no_global: bool,
 }
 
 #[derive(Args)]
@@ -246,6 +252,7 @@ impl JobArgs {
             threads: a.threads,
             seed: a.seed,
             strategy: Strategy::parse(&a.strategy)?,
+            global_model: !a.no_global,
             ..TrainSpec::new(a.data, a.by, a.target)
         })
     }
@@ -259,11 +266,16 @@ fn explain(a: ExplainArgs) -> Result<()> {
     }
     let c = &e.calibration;
     emit(&format!(
-        "plan for {} {} models: {} groups ({} with own models) + global, {} units, {} training rows, {} features, {} workers",
+        "plan for {} {} models: {} groups ({} with own models){}, {} units, {} training rows, {} features, {} workers",
         e.model,
         e.task.name(),
         fmt_int(e.groups),
         fmt_int(e.groups_own),
+        if e.global_model {
+            " + global"
+        } else {
+            ", no global model"
+        },
         fmt_int(e.units),
         fmt_int(e.rows_train),
         e.features,
@@ -471,7 +483,7 @@ fn print_train_summary(b: &ModelBundle, s: &job::Summary, out: &Path) {
     e(format!(
         "chosen configs: {}; global model: {}",
         chosen.join(", "),
-        s.global_config
+        s.global_config.as_deref().unwrap_or("none (--no-global)")
     ));
     let fb: Vec<String> = b
         .groups
@@ -486,6 +498,29 @@ fn print_train_summary(b: &ModelBundle, s: &job::Summary, out: &Path) {
             )
         })
         .collect();
+    let nm: Vec<String> = b
+        .groups
+        .iter()
+        .filter(|g| g.route == Route::None)
+        .take(5)
+        .map(|g| {
+            format!(
+                "{} ({})",
+                display_key(&g.key),
+                g.fallback.as_deref().unwrap_or("")
+            )
+        })
+        .collect();
+    if !nm.is_empty() {
+        e(format!(
+            "no model (no global model to fall back to): {} groups ({} with < {} rows, {} with one class), e.g. {}",
+            s.routes.groups_none,
+            s.fallback.few_rows,
+            s.fallback.min_rows,
+            s.fallback.one_class,
+            nm.join("; ")
+        ));
+    }
     if !fb.is_empty() {
         e(format!(
             "fallback to the global model: {} groups ({} with < {} rows, {} with one class), e.g. {}",
@@ -513,12 +548,21 @@ fn print_train_summary(b: &ModelBundle, s: &job::Summary, out: &Path) {
     if !slow.is_empty() {
         e(format!("slowest groups: {}", slow.join(", ")));
     }
-    e(format!(
-        "validation rows routed: own model {}, global model {} (of which unseen groups {})",
-        fmt_int(s.routes.valid_rows_own),
-        fmt_int(s.routes.valid_rows_global),
-        fmt_int(s.routes.valid_rows_unseen)
-    ));
+    if s.global_config.is_some() {
+        e(format!(
+            "validation rows routed: own model {}, global model {} (of which unseen groups {})",
+            fmt_int(s.routes.valid_rows_own),
+            fmt_int(s.routes.valid_rows_global),
+            fmt_int(s.routes.valid_rows_unseen)
+        ));
+    } else {
+        e(format!(
+            "validation rows routed: own model {}, no model {} (of which unseen groups {}; not scored)",
+            fmt_int(s.routes.valid_rows_own),
+            fmt_int(s.routes.valid_rows_none),
+            fmt_int(s.routes.valid_rows_unseen)
+        ));
+    }
     if s.not_converged > 0 {
         e(format!(
             "warning: {} models stopped at their iteration limit (raise --param max_iter)",
@@ -604,14 +648,17 @@ fn inspect(a: InspectArgs) -> Result<()> {
                 v
             })
             .collect();
-        let mut global = serde_json::json!({"config": b.configs[b.global.config].name, "valid": b.global.valid, "model": b.global.model.to_json()});
-        if let Some(imp) = importance(&b.features, Some(&b.global.model)) {
-            global["importance"] = imp
-                .into_iter()
-                .map(|(f, g)| (f, serde_json::json!(g)))
-                .collect::<serde_json::Map<_, _>>()
-                .into();
-        }
+        let global = b.global.as_ref().map(|gl| {
+            let mut v = serde_json::json!({"config": b.configs[gl.config].name, "valid": gl.valid, "model": gl.model.to_json()});
+            if let Some(imp) = importance(&b.features, Some(&gl.model)) {
+                v["importance"] = imp
+                    .into_iter()
+                    .map(|(f, g)| (f, serde_json::json!(g)))
+                    .collect::<serde_json::Map<_, _>>()
+                    .into();
+            }
+            v
+        });
         let v = serde_json::json!({
             "format_version": b.format_version,
             "groupfit_version": b.groupfit_version,
@@ -662,20 +709,34 @@ fn inspect(a: InspectArgs) -> Result<()> {
             .join(" | ")
     )?;
     let own = b.groups.iter().filter(|g| g.route == Route::Own).count();
-    writeln!(
-        o,
-        "groups       {} ({} own model, {} global fallback)",
-        b.groups.len(),
-        own,
-        b.groups.len() - own
-    )?;
-    writeln!(
-        o,
-        "global       config {}, validation {} {}",
-        b.configs[b.global.config].name,
-        metric_name(b.task),
-        primary(b.task, &b.global.valid).map_or("-".into(), |v| format!("{v:.4}"))
-    )?;
+    match &b.global {
+        Some(gl) => {
+            writeln!(
+                o,
+                "groups       {} ({} own model, {} global fallback)",
+                b.groups.len(),
+                own,
+                b.groups.len() - own
+            )?;
+            writeln!(
+                o,
+                "global       config {}, validation {} {}",
+                b.configs[gl.config].name,
+                metric_name(b.task),
+                primary(b.task, &gl.valid).map_or("-".into(), |v| format!("{v:.4}"))
+            )?;
+        }
+        None => {
+            writeln!(
+                o,
+                "groups       {} ({} own model, {} no model)",
+                b.groups.len(),
+                own,
+                b.groups.len() - own
+            )?;
+            writeln!(o, "global       none (trained with --no-global)")?;
+        }
+    }
     let mut order: Vec<usize> = (0..b.groups.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(b.groups[i].n_train));
     let shown = if a.top == 0 {
@@ -684,7 +745,7 @@ fn inspect(a: InspectArgs) -> Result<()> {
         a.top.min(order.len())
     };
     writeln!(o)?;
-    let trees = matches!(b.global.model, FittedModel::Gbdt(_));
+    let trees = b.family == "gbdt";
     writeln!(
         o,
         "{:<24} {:>9} {:>9}  {:<7} {:<18} {:>10}{}",
@@ -703,10 +764,10 @@ fn inspect(a: InspectArgs) -> Result<()> {
     for &i in &order[..shown] {
         let g = &b.groups[i];
         let imp = if trees {
-            let m = g.model.as_ref().unwrap_or(&b.global.model);
+            let m = g.model.as_ref().or(b.global.as_ref().map(|gl| &gl.model));
             format!(
                 "  {}",
-                importance(&b.features, Some(m)).map_or("-".into(), |v| top_importance(&v, 3))
+                importance(&b.features, m).map_or("-".into(), |v| top_importance(&v, 3))
             )
         } else {
             String::new()
@@ -717,10 +778,7 @@ fn inspect(a: InspectArgs) -> Result<()> {
             display_key(&g.key),
             g.n_train,
             g.n_valid,
-            match g.route {
-                Route::Own => "own",
-                Route::Global => "global",
-            },
+            g.route.name(),
             g.config
                 .map_or_else(|| "-".to_string(), |k| b.configs[k].name.clone()),
             primary(b.task, &g.valid).map_or("-".into(), |v| format!("{v:.4}"))

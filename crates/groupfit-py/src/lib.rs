@@ -21,7 +21,7 @@ use groupfit::error::GroupfitError as EngineError;
 use groupfit::family::{family, Family};
 use groupfit::job::{self, TrainSpec};
 use groupfit::plan::Strategy;
-use groupfit::store::{ModelBundle, Route};
+use groupfit::store::ModelBundle;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -68,6 +68,12 @@ create_exception!(
 );
 create_exception!(
     _native,
+    NoModelError,
+    DataError,
+    "Rows to predict whose group has no model (no model of its own, and the model was trained without a global model)."
+);
+create_exception!(
+    _native,
     ParamError,
     GroupfitError,
     "An invalid hyper-parameter or grid."
@@ -109,6 +115,7 @@ pub(crate) fn to_py(e: EngineError) -> PyErr {
         EngineError::BadBinaryTarget { .. } | EngineError::SingleClass { .. } => {
             TargetError::new_err(msg)
         }
+        EngineError::NoModel { .. } => NoModelError::new_err(msg),
         EngineError::InvalidParam { .. } => ParamError::new_err(msg),
         EngineError::InvalidArgument { .. } => ArgumentError::new_err(msg),
         EngineError::CorruptModel { .. } | EngineError::UnsupportedVersion { .. } => {
@@ -158,7 +165,7 @@ const VALID_TABLE: &str = "<valid table>";
 #[pyfunction]
 #[pyo3(signature = (data, by, target, *, valid=None, valid_fraction=0.2, features=None,
     task=None, model="linear".to_string(), params=Vec::new(), min_rows=10, threads=0, seed=0,
-    strategy="auto".to_string(), remote=None, remote_workers=2))]
+    strategy="auto".to_string(), global_model=true, remote=None, remote_workers=2))]
 #[allow(clippy::too_many_arguments)]
 fn train(
     py: Python<'_>,
@@ -175,6 +182,7 @@ fn train(
     threads: usize,
     seed: u64,
     strategy: String,
+    global_model: bool,
     remote: Option<Py<PyAny>>,
     remote_workers: usize,
 ) -> PyResult<Bundle> {
@@ -220,6 +228,7 @@ fn train(
             threads,
             seed,
             strategy,
+            global_model,
             ..TrainSpec::new(label(&train, TABLE), by, target)
         };
         match (&train, &valid) {
@@ -408,10 +417,7 @@ fn scores_batch(b: &ModelBundle) -> Result<RecordBatch, ArrowError> {
     }
     fields.push(Field::new("route", DataType::Utf8, false));
     cols.push(Arc::new(StringArray::from_iter_values(
-        b.groups.iter().map(|g| match g.route {
-            Route::Own => "own",
-            Route::Global => "global",
-        }),
+        b.groups.iter().map(|g| g.route.name()),
     )));
     fields.push(Field::new("fallback", DataType::Utf8, true));
     cols.push(Arc::new(StringArray::from_iter(
@@ -455,6 +461,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InfiniteValueError", py.get_type::<InfiniteValueError>())?;
     m.add("EmptyInputError", py.get_type::<EmptyInputError>())?;
     m.add("TargetError", py.get_type::<TargetError>())?;
+    m.add("NoModelError", py.get_type::<NoModelError>())?;
     m.add("ParamError", py.get_type::<ParamError>())?;
     m.add("ArgumentError", py.get_type::<ArgumentError>())?;
     m.add("ModelFileError", py.get_type::<ModelFileError>())?;

@@ -559,7 +559,13 @@ impl Family for RemoteFamily {
         let (order, start) = remote::group_sorted(data.rows, data.group_of, ng);
         let mut group_rows: Vec<usize> = (0..ng).map(|g| start[g + 1] - start[g]).collect();
         group_rows.push(data.rows.len());
-        let placement = remote::place(&group_rows, data.fit, self.workers, remote::MIN_SHARD_ROWS);
+        // The imputation values are the global pseudo-group's moments (every
+        // training row, which the driver does not read here): without the
+        // global model its rows are still placed and fitted, and its units
+        // dropped at the end (a known cost of `--no-global` on this path).
+        let mut fit = data.fit.to_vec();
+        fit[ng] = true;
+        let placement = remote::place(&group_rows, &fit, self.workers, remote::MIN_SHARD_ROWS);
         let mut shards = Vec::with_capacity(placement.len());
         for pieces in placement {
             let spec = ShardSpec {
@@ -633,7 +639,7 @@ impl Family for RemoteFamily {
                 "remote worker protocol: short standardisation",
             ));
         }
-        let units = fitted
+        let mut units: Vec<Vec<UnitFit>> = fitted
             .into_iter()
             .map(|us| {
                 us.into_iter()
@@ -645,6 +651,9 @@ impl Family for RemoteFamily {
                     .collect()
             })
             .collect();
+        if !data.fit[ng] {
+            units[ng].clear();
+        }
         Ok(FamilyFit {
             units,
             impute: st[..d].to_vec(),

@@ -106,6 +106,20 @@ pub enum GroupfitError {
         /// Which check failed.
         reason: String,
     },
+    /// Rows to predict whose group has no model: the group has none of its
+    /// own (unseen in training, or it fell back) and the model file has no
+    /// global model (trained with `--no-global`).
+    #[error("group {group} in '{path}' has no model: {reason}, and the model file has no global model (trained with --no-global); {rows} rows to predict have none")]
+    NoModel {
+        /// The first such row's group (displayed key).
+        group: String,
+        /// The input.
+        path: String,
+        /// Why the group has no model of its own.
+        reason: String,
+        /// How many input rows have no model.
+        rows: usize,
+    },
     /// A model file written by a newer (or unknown) format version.
     #[error("model file '{path}' has format version {found}; this groupfit reads versions 1 to {supported}")]
     UnsupportedVersion {

@@ -91,7 +91,8 @@ pub struct TrainData<'a> {
     /// group trained alone equals the group trained among others.
     pub keys: &'a [GroupKey],
     /// `n_groups + 1` flags: which groups get their own models; the last entry
-    /// is the global model, fitted on every training row (always set).
+    /// is the global model, fitted on every training row (unset with
+    /// `--no-global`, and on remote workers that do not hold it).
     pub fit: &'a [bool],
     /// Validation rows (for early stopping; selection happens in `job`).
     pub valid: ValidData<'a>,
@@ -169,7 +170,7 @@ pub trait Family {
 }
 
 /// The linear family's layout: group-sorted, standardised, with the global
-/// pseudo-group.
+/// pseudo-group when the global model is fitted.
 fn linear_layout(data: &TrainData<'_>) -> Result<GroupedMatrix> {
     GroupedMatrix::build(LayoutInput {
         columns: data.columns,
@@ -177,7 +178,7 @@ fn linear_layout(data: &TrainData<'_>) -> Result<GroupedMatrix> {
         rows: data.rows,
         group_of: data.group_of,
         n_groups: data.n_groups,
-        with_global: true,
+        with_global: data.fit[data.n_groups],
         threads: data.threads,
     })
 }
@@ -214,7 +215,7 @@ impl Family for Linear {
             data.threads,
             on,
         );
-        let units = fitted
+        let mut units: Vec<Vec<UnitFit>> = fitted
             .into_iter()
             .map(|us| {
                 us.into_iter()
@@ -226,6 +227,8 @@ impl Family for Linear {
                     .collect()
             })
             .collect();
+        // Without the global pseudo-group, its (empty) entry.
+        units.resize_with(data.n_groups + 1, Vec::new);
         Ok(FamilyFit {
             units,
             impute: matrix.impute().to_vec(),

@@ -62,6 +62,11 @@ pub struct TrainSpec {
     pub seed: u64,
     /// Execution strategy.
     pub strategy: Strategy,
+    /// Whether to train the global model (on every training row) that
+    /// serves groups without a model of their own and groups unseen in
+    /// training. Without it (`--no-global`), such groups have no model and
+    /// predicting their rows is an error.
+    pub global_model: bool,
 }
 
 impl TrainSpec {
@@ -81,6 +86,7 @@ impl TrainSpec {
             threads: 0,
             seed: 0,
             strategy: Strategy::Auto,
+            global_model: true,
         }
     }
 }
@@ -101,10 +107,17 @@ pub struct Routes {
     pub groups_own: usize,
     /// Groups served by the global model.
     pub groups_global: usize,
+    /// Groups with no model (they would fall back, and there is no global
+    /// model: `--no-global`).
+    #[serde(default)]
+    pub groups_none: usize,
     /// Validation rows served by their group's own model.
     pub valid_rows_own: usize,
     /// Validation rows served by the global model (fallback or unseen group).
     pub valid_rows_global: usize,
+    /// Validation rows with no model (not scored; `--no-global`).
+    #[serde(default)]
+    pub valid_rows_none: usize,
     /// Of those, rows whose group was not in the training data.
     pub valid_rows_unseen: usize,
 }
@@ -169,8 +182,8 @@ pub struct Summary {
     pub fallback: Fallbacks,
     /// How many groups chose each config.
     pub chosen_configs: BTreeMap<String, usize>,
-    /// The config the global model chose.
-    pub global_config: String,
+    /// The config the global model chose (`None`: no global model).
+    pub global_config: Option<String>,
     /// Passes over the data.
     pub passes: usize,
     /// Seconds inside the solver's passes over the data (part of `train_s`).
@@ -292,6 +305,17 @@ fn argmin(v: &[f64]) -> usize {
     let mut best = 0;
     for (i, &x) in v.iter().enumerate() {
         if x < v[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+/// Index of the largest value (the first of equals; 0 when empty).
+fn argmax_first(v: &[usize]) -> usize {
+    let mut best = 0;
+    for (i, &x) in v.iter().enumerate() {
+        if x > v[best] {
             best = i;
         }
     }
@@ -473,6 +497,8 @@ pub struct ExplainOutput {
     pub groups: usize,
     /// Groups that get their own models.
     pub groups_own: usize,
+    /// Whether the global model is trained (not with `--no-global`).
+    pub global_model: bool,
     /// Units (models) to train, the global model's included.
     pub units: usize,
     /// Training rows.
@@ -509,6 +535,7 @@ fn explain_output(
         task: data.task,
         groups: data.n_groups,
         groups_own: data.fit[..data.n_groups].iter().filter(|&&f| f).count(),
+        global_model: data.fit[data.n_groups],
         units: e.units,
         rows_train: data.rows.len(),
         features,
@@ -868,7 +895,7 @@ fn fit_tables(
             fit[g] = true;
         }
     }
-    fit[n_groups] = true;
+    fit[n_groups] = spec.global_model;
     if task == Task::Binary && one_class(n_groups) {
         return Err(GroupfitError::SingleClass {
             column: spec.target.clone(),
@@ -980,6 +1007,15 @@ fn fit_tables(
 
     // Assemble the bundle.
     let global_units = &fitted[n_groups];
+    // A group without validation rows takes the global model's config, or
+    // without one the config most groups chose (the first on a tie).
+    let default_config = selection.global_config.unwrap_or_else(|| {
+        let mut votes = vec![0usize; points.len()];
+        for k in selection.groups.iter().filter_map(|s| s.chosen) {
+            votes[k] += 1;
+        }
+        argmax_first(&votes)
+    });
     let mut routes = Routes {
         valid_rows_unseen: rows.gid.iter().filter(|g| g.is_none()).count(),
         ..Routes::default()
@@ -991,20 +1027,27 @@ fn fit_tables(
         let sel = &selection.groups[g];
         let own = fit[g];
         let (route, config, model, iterations) = if own {
-            let k = sel.chosen.unwrap_or(selection.global_config);
+            let k = sel.chosen.unwrap_or(default_config);
             let u: &UnitFit = &fitted[g][k];
             *chosen_configs.entry(points[k].name.clone()).or_default() += 1;
             (Route::Own, Some(k), Some(u.model.clone()), u.iterations)
-        } else {
+        } else if selection.global_config.is_some() {
             (Route::Global, None, None, 0)
-        };
-        if own {
-            routes.groups_own += 1;
-            routes.valid_rows_own += sel.n_valid;
         } else {
-            routes.groups_global += 1;
+            (Route::None, None, None, 0)
+        };
+        match route {
+            Route::Own => {
+                routes.groups_own += 1;
+                routes.valid_rows_own += sel.n_valid;
+            }
+            Route::Global => routes.groups_global += 1,
+            Route::None => {
+                routes.groups_none += 1;
+                routes.valid_rows_none += sel.n_valid;
+            }
         }
-        if sel.n_valid > 0 {
+        if sel.n_valid > 0 && route != Route::None {
             sum_primary += primary(task, &sel.scores);
             n_scored += 1;
             if let Some(a) = sel.scores.auc {
@@ -1025,7 +1068,12 @@ fn fit_tables(
             iterations,
         });
     }
-    routes.valid_rows_global = rows.idx.len() - routes.valid_rows_own;
+    if selection.global_config.is_some() {
+        routes.valid_rows_global = rows.idx.len() - routes.valid_rows_own;
+    } else {
+        // Unseen groups' rows have no model either.
+        routes.valid_rows_none += routes.valid_rows_unseen;
+    }
     let mean = |s: f64, k: usize| (k > 0).then(|| s / k as f64);
     let train_s = t_train.elapsed().as_secs_f64();
     let summary = Summary {
@@ -1062,7 +1110,7 @@ fn fit_tables(
         routes,
         fallback: fallbacks,
         chosen_configs,
-        global_config: points[selection.global_config].name.clone(),
+        global_config: selection.global_config.map(|k| points[k].name.clone()),
         passes: report.passes,
         passes_s: report.passes_s,
         not_converged,
@@ -1078,11 +1126,11 @@ fn fit_tables(
         target: spec.target.clone(),
         impute,
         configs: points,
-        global: GlobalEntry {
-            config: selection.global_config,
-            model: global_units[selection.global_config].model.clone(),
+        global: selection.global_config.map(|k| GlobalEntry {
+            config: k,
+            model: global_units[k].model.clone(),
             valid: selection.global_scores,
-        },
+        }),
         groups,
         summary: serde_json::to_value(&summary).expect("summary serialises"),
     };
@@ -1091,7 +1139,8 @@ fn fit_tables(
 
 /// The outcome of validation-based selection.
 struct Selection {
-    global_config: usize,
+    /// `None`: no global model.
+    global_config: Option<usize>,
     global_scores: Scores,
     groups: Vec<GroupSelection>,
 }
@@ -1160,10 +1209,14 @@ fn select(
     let predict = |m: &FittedModel, range: std::ops::Range<usize>| -> Vec<f64> {
         m.predict_columns(task, &xc, range)
     };
-    // Global model: chosen on all validation rows pooled.
+    // Global model (if any): chosen on all validation rows pooled.
     let global = &fitted[n_groups];
     let chunk = 2048;
-    let n_chunks = n.div_ceil(chunk);
+    let n_chunks = if global.is_empty() {
+        0
+    } else {
+        n.div_ceil(chunk)
+    };
     // Chunk outside, configs inside: each chunk of rows is read from memory
     // once (it stays in cache for the other configs), not once per config.
     let per_chunk: Vec<Vec<Vec<f64>>> = crate::exec::par_map(n_chunks, threads, &|_| 1, &|c| {
@@ -1173,7 +1226,7 @@ fn select(
             .map(|u| predict(&u.model, range.clone()))
             .collect()
     });
-    let global_pred: Vec<Vec<f64>> = (0..n_configs)
+    let global_pred: Vec<Vec<f64>> = (0..global.len())
         .map(|k| {
             per_chunk
                 .iter()
@@ -1181,7 +1234,7 @@ fn select(
                 .collect()
         })
         .collect();
-    let global_by: Vec<f64> = (0..n_configs)
+    let global_by: Vec<f64> = (0..global.len())
         .map(|k| {
             if n > 0 {
                 primary_only(task, &ys, &global_pred[k])
@@ -1190,11 +1243,10 @@ fn select(
             }
         })
         .collect();
-    let global_config = argmin(&global_by);
-    let global_scores = if n > 0 {
-        score(task, &ys, &global_pred[global_config])
-    } else {
-        Scores::default()
+    let global_config = (!global.is_empty()).then(|| argmin(&global_by));
+    let global_scores = match global_config {
+        Some(k) if n > 0 => score(task, &ys, &global_pred[k]),
+        _ => Scores::default(),
     };
     trace_stamp(t0, "  selection: global model");
 
@@ -1217,8 +1269,8 @@ fn select(
             let k = argmin(&sel.by_config);
             sel.chosen = Some(k);
             sel.scores = score(task, yb, &preds[k]);
-        } else {
-            sel.scores = score(task, yb, &global_pred[global_config][range]);
+        } else if let Some(k) = global_config {
+            sel.scores = score(task, yb, &global_pred[k][range]);
         }
         sel
     });

@@ -239,7 +239,10 @@ fn models(b: &ModelBundle) -> BTreeMap<String, LinearModel> {
                 .map(|m| (g.key[0].clone().unwrap(), linear(m).clone()))
         })
         .collect();
-    out.insert("<global>".into(), linear(&b.global.model).clone());
+    out.insert(
+        "<global>".into(),
+        linear(&b.global.as_ref().unwrap().model).clone(),
+    );
     out
 }
 
@@ -279,7 +282,11 @@ fn assert_bundles_close(a: &ModelBundle, b: &ModelBundle, rel: f64, what: &str) 
             .collect()
     };
     assert_eq!(chosen(a), chosen(b), "{what}: chosen configs");
-    assert_eq!(a.global.config, b.global.config, "{what}: global config");
+    assert_eq!(
+        a.global.as_ref().unwrap().config,
+        b.global.as_ref().unwrap().config,
+        "{what}: global config"
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -310,7 +317,7 @@ fn grouped_equals_looped(task: Task) {
         // Alone, the global model is the group's model again.
         assert_models_close(
             m,
-            linear(&alone.global.model),
+            linear(&alone.global.as_ref().unwrap().model),
             1e-5,
             &format!("{task:?} group {key} vs its global model"),
         );
@@ -400,7 +407,10 @@ fn mlp_models(b: &ModelBundle) -> BTreeMap<String, MlpModel> {
                 .map(|m| (g.key[0].clone().unwrap(), mlp(m).clone()))
         })
         .collect();
-    out.insert("<global>".into(), mlp(&b.global.model).clone());
+    out.insert(
+        "<global>".into(),
+        mlp(&b.global.as_ref().unwrap().model).clone(),
+    );
     out
 }
 
@@ -528,7 +538,11 @@ fn mlp_strategies_and_threads_agree(task: Task) {
                     for (k, m) in &ma {
                         assert_mlps_close(m, &mb[k], 1e-4, &format!("{what}, group {k}"));
                     }
-                    assert_eq!(r.global.config, b.global.config, "{what}: global config");
+                    assert_eq!(
+                        r.global.as_ref().unwrap().config,
+                        b.global.as_ref().unwrap().config,
+                        "{what}: global config"
+                    );
                 }
             }
         }
@@ -768,7 +782,7 @@ fn model_numbers(b: &ModelBundle) -> Vec<f64> {
         v.extend(&m.coef);
         v.push(m.intercept);
     };
-    push(&b.global.model);
+    push(&b.global.as_ref().unwrap().model);
     for g in &b.groups {
         if let Some(m) = &g.model {
             push(m);
@@ -791,7 +805,10 @@ fn model_file_round_trip() {
     assert_eq!(a.key_columns, b.key_columns);
     assert_eq!(a.features, b.features);
     assert_eq!(a.configs, b.configs);
-    assert_eq!(a.global.config, b.global.config);
+    assert_eq!(
+        a.global.as_ref().unwrap().config,
+        b.global.as_ref().unwrap().config
+    );
     let routing = |x: &ModelBundle| -> Vec<_> {
         x.groups
             .iter()
@@ -1065,13 +1082,113 @@ fn golden_case(stem: &str, version: u32, model: &str, params: &[&str]) {
 fn golden_model_file_still_loads_and_predicts() {
     // Format 1 (frozen): a linear model.
     golden_case("linear_v1", 1, "linear", &["C=0.1,1"]);
-    // Format 2: MLP weights as base64 text.
+    // Format 2 (frozen): MLP weights as base64 text.
     golden_case(
         "mlp_v2",
         2,
         "mlp",
         &["hidden=4", "epochs=3", "batch_size=16", "lr=0.01,0.1"],
     );
+    // Format 3: the global model may be absent (this one has it).
+    golden_case("gbdt_v3", 3, "gbdt", &["rounds=8", "num_leaves=4,8"]);
+}
+
+// ---------------------------------------------------------------------------
+// --no-global
+// ---------------------------------------------------------------------------
+
+#[test]
+fn without_the_global_model_groups_keep_their_models_and_predict_names_a_group_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    // g00002 has 5 rows (< min_rows 10): it falls back, to nothing here.
+    let table = Table::synth(&[300, 200, 5], 3, Task::Binary, 21);
+    let path = table.write(&dir.path().join("t.parquet"));
+    let own_rows =
+        Table::synth(&[40, 40], 3, Task::Binary, 22).write(&dir.path().join("own.parquet"));
+    let fallback_rows = Table::synth(&[10, 10, 10], 3, Task::Binary, 23)
+        .write(&dir.path().join("fallback.parquet"));
+    let mut unseen = Table::synth(&[10, 10], 3, Task::Binary, 24);
+    unseen.keys.iter_mut().for_each(|k| {
+        if k == "g00001" {
+            *k = "never-seen".into();
+        }
+    });
+    let unseen_rows = unseen.write(&dir.path().join("unseen.parquet"));
+    for (model, params) in [
+        ("linear", &["C=0.1,1"][..]),
+        ("gbdt", &["rounds=5", "num_leaves=4,8"][..]),
+        ("mlp", &["hidden=4", "epochs=2", "batch_size=16"][..]),
+    ] {
+        let spec = |global_model: bool| TrainSpec {
+            model: model.into(),
+            params: params.iter().map(|s| s.to_string()).collect(),
+            threads: 2,
+            valid_fraction: 0.25,
+            min_rows: 10,
+            task: Some(Task::Binary),
+            global_model,
+            ..TrainSpec::new(&path, vec!["g".into()], "y")
+        };
+        let with = train(&spec(true), &mut |_e: Event| {}).unwrap();
+        let without = train(&spec(false), &mut |_e: Event| {}).unwrap();
+        let (s, b) = (&without.summary, &without.bundle);
+        assert!(b.global.is_none(), "{model}");
+        assert_eq!(s.global_config, None, "{model}");
+        assert_eq!(
+            s.models,
+            2 * with.summary.configs,
+            "{model}: no global units"
+        );
+        assert_eq!(with.summary.models, 3 * with.summary.configs, "{model}");
+        assert_eq!(s.routes.groups_own, 2, "{model}");
+        assert_eq!(s.routes.groups_none, 1, "{model}");
+        assert_eq!(s.routes.groups_global, 0, "{model}");
+        let g2 = &b.groups[b
+            .groups
+            .iter()
+            .position(|g| g.key[0].as_deref() == Some("g00002"))
+            .unwrap()];
+        assert_eq!(g2.route, groupfit::store::Route::None, "{model}");
+        assert!(g2.model.is_none() && g2.fallback.is_some(), "{model}");
+        // The groups' own models do not depend on the global model.
+        let (p_with, r_with) = predictions(&with.bundle, &own_rows);
+        let (p_without, r_without) = predictions(b, &own_rows);
+        assert_eq!(r_with, r_without, "{model}");
+        for (a, c) in p_with.iter().zip(&p_without) {
+            assert!(close(*a, *c, 1e-9), "{model}: {a} vs {c}");
+        }
+        assert_eq!(s.chosen_configs, with.summary.chosen_configs, "{model}");
+        // The file keeps the absence (format 3).
+        let file = dir.path().join(format!("{model}.gfm"));
+        b.save(&file).unwrap();
+        let loaded = ModelBundle::load(&file).unwrap();
+        assert_eq!(loaded.format_version, 3);
+        assert!(loaded.global.is_none());
+        assert_eq!(predictions(&loaded, &own_rows).0, p_without, "{model}");
+        // Rows without a model: an error naming the group and why.
+        for (rows, group, why) in [
+            (
+                &fallback_rows,
+                "g00002",
+                "it fell back in training (4 training rows < --min-rows 10)",
+            ),
+            (&unseen_rows, "never-seen", "it was not seen in training"),
+        ] {
+            let err = predict_batch(&loaded, rows, false).unwrap_err();
+            match &err {
+                GroupfitError::NoModel {
+                    group: g, rows: n, ..
+                } => {
+                    assert_eq!(g, group, "{model}");
+                    assert_eq!(*n, 10, "{model}");
+                }
+                other => panic!("{model}: expected NoModel, got {other:?}"),
+            }
+            let msg = err.to_string();
+            assert!(msg.contains(why), "{model}: {msg}");
+            assert!(msg.contains("--no-global"), "{model}: {msg}");
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1095,7 +1212,10 @@ fn gbdt_models(b: &ModelBundle) -> BTreeMap<String, GbdtModel> {
                 .map(|m| (g.key[0].clone().unwrap(), gbdt(m).clone()))
         })
         .collect();
-    out.insert("<global>".into(), gbdt(&b.global.model).clone());
+    out.insert(
+        "<global>".into(),
+        gbdt(&b.global.as_ref().unwrap().model).clone(),
+    );
     out
 }
 
@@ -1211,7 +1331,7 @@ fn gbdt_grouped_equals_looped(task: Task) {
         );
         assert_trees_close(
             m,
-            gbdt(&b.global.model),
+            gbdt(&b.global.as_ref().unwrap().model),
             1e-9,
             &format!("{key} vs its global model"),
         );

@@ -209,6 +209,14 @@ impl ColumnDict {
 type FastMap<K, V> = HashMap<K, V, ahash::RandomState>;
 
 /// Key columns rendered as strings.
+/// The key of row `i` of key columns (as [`GroupEncoder::lookup`] reads it).
+pub fn key_at(columns: &[ArrayRef], i: usize) -> Result<GroupKey> {
+    Ok(as_strings(columns)?
+        .iter()
+        .map(|c| value_at(c, i).map(str::to_string))
+        .collect())
+}
+
 fn as_strings(columns: &[ArrayRef]) -> Result<Vec<ArrayRef>> {
     columns
         .iter()

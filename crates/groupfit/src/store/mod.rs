@@ -7,11 +7,16 @@
 //! b"GROUPFIT"  u32 format_version  u64 payload_len  u32 crc32(payload)  payload (JSON)
 //! ```
 //!
-//! Version 2 (what this build writes) stores the MLP family's weight and
-//! bias arrays as base64 text of their little-endian `f32` bytes
-//! ([`floats`]): 20,000 groups' networks are 265 MB instead of 546 MB of
-//! number text, and much faster to write and parse. Everything else is as
-//! in version 1, and version-1 files (number arrays) still load.
+//! Version 2 stores the MLP family's weight and bias arrays as base64 text
+//! of their little-endian `f32` bytes ([`floats`]): 20,000 groups' networks
+//! are 265 MB instead of 546 MB of number text, and much faster to write and
+//! parse. Everything else is as in version 1, and version-1 files (number
+//! arrays) still load.
+//!
+//! Version 3 (what this build writes) may lack the global model (`global`
+//! is `null`, trained with `--no-global`); a group that would fall back to
+//! it then has route `none`. Everything else is as in version 2, and
+//! version-1 and -2 files still load.
 //!
 //! Loading checks the magic, the version, the length and the checksum before
 //! parsing, so a truncated or damaged file is reported as such. Files are
@@ -37,7 +42,7 @@ use crate::tune::ConfigEntry;
 pub mod floats;
 
 /// The newest format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 const MAGIC: &[u8; 8] = b"GROUPFIT";
 const HEADER: usize = 8 + 4 + 8 + 4;
 
@@ -112,6 +117,20 @@ pub enum Route {
     Own,
     /// The global fallback model.
     Global,
+    /// No model: the group would fall back, and there is no global model
+    /// (trained with `--no-global`).
+    None,
+}
+
+impl Route {
+    /// The route's name in the model file and in reports: `own`, `global`, `none`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Route::Own => "own",
+            Route::Global => "global",
+            Route::None => "none",
+        }
+    }
 }
 
 /// One trained group.
@@ -123,7 +142,7 @@ pub struct GroupEntry {
     pub n_train: usize,
     /// Validation rows.
     pub n_valid: usize,
-    /// Own model or global fallback.
+    /// Own model, global fallback, or none.
     pub route: Route,
     /// Why the group falls back, when it does.
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -179,8 +198,8 @@ pub struct ModelBundle {
     pub impute: Vec<f64>,
     /// The grid.
     pub configs: Vec<ConfigEntry>,
-    /// The fallback model.
-    pub global: GlobalEntry,
+    /// The fallback model (`None`: trained with `--no-global`).
+    pub global: Option<GlobalEntry>,
     /// Every group seen in training.
     pub groups: Vec<GroupEntry>,
     /// The training summary (`groupfit train --json`).
@@ -327,7 +346,7 @@ impl ModelBundle {
             target: &'a str,
             impute: &'a [f64],
             configs: &'a [ConfigEntry],
-            global: &'a GlobalEntry,
+            global: &'a Option<GlobalEntry>,
         }
         let head = serde_json::to_vec(&Head {
             format_version: self.format_version,
@@ -448,6 +467,29 @@ impl ModelBundle {
         let own = count(RowRoute::Own);
         let unseen = count(RowRoute::Unseen);
         let global = n - own;
+        if global > 0 && self.global.is_none() {
+            let first = slot.iter().position(|&s| s == n_groups).unwrap_or(0);
+            let (group, reason) = match gid[first] {
+                Some(g) => {
+                    let e = &self.groups[g as usize];
+                    let why = e.fallback.as_deref().unwrap_or("no model of its own");
+                    (
+                        display_key(&e.key),
+                        format!("it fell back in training ({why})"),
+                    )
+                }
+                None => (
+                    display_key(&crate::data::keys::key_at(keys, first)?),
+                    "it was not seen in training".to_string(),
+                ),
+            };
+            return Err(GroupfitError::NoModel {
+                group,
+                path: path.display().to_string(),
+                reason,
+                rows: global,
+            });
+        }
         // Rows in order of their model (a counting sort), as imputed
         // column-major features, so each model predicts its rows in one call.
         let mut start = vec![0usize; n_groups + 2];
@@ -477,9 +519,11 @@ impl ModelBundle {
                 })
                 .collect())
         });
-        let model = |s: usize| match &self.groups.get(s) {
-            Some(GroupEntry { model: Some(m), .. }) => m,
-            _ => &self.global.model,
+        let model = |s: usize| match (self.groups.get(s), &self.global) {
+            (Some(GroupEntry { model: Some(m), .. }), _) => m,
+            (_, Some(g)) => &g.model,
+            // A slot without rows (checked above): never called.
+            (_, None) => unreachable!("rows without a model are an error above"),
         };
         let by_slot = crate::exec::par_map(
             n_groups + 1,
@@ -600,14 +644,14 @@ mod tests {
             target: "y".into(),
             impute: vec![0.5],
             configs: vec![],
-            global: GlobalEntry {
+            global: Some(GlobalEntry {
                 config: 0,
                 model: FittedModel::Linear(LinearModel {
                     coef: vec![1.0],
                     intercept: 0.0,
                 }),
                 valid: Scores::default(),
-            },
+            }),
             groups: vec![],
             summary: serde_json::json!({}),
         }
@@ -649,7 +693,7 @@ mod tests {
         use crate::mlp::Dense;
         let mut b = bundle();
         b.family = "mlp".into();
-        b.global.model = FittedModel::Mlp(MlpModel {
+        b.global.as_mut().unwrap().model = FittedModel::Mlp(MlpModel {
             mean: vec![0.25],
             std: vec![2.0],
             layers: vec![
@@ -681,10 +725,10 @@ mod tests {
         let back = ModelBundle::from_bytes(&bytes, p).unwrap();
         assert_eq!(back, b);
         // The readable view has number arrays.
-        let FittedModel::Mlp(m) = &b.global.model else {
+        let FittedModel::Mlp(m) = &b.global.as_ref().unwrap().model else {
             unreachable!()
         };
-        let v = b.global.model.to_json();
+        let v = b.global.as_ref().unwrap().model.to_json();
         assert_eq!(v["layers"][0]["n_out"], 2);
         assert_eq!(
             v["layers"][0]["w"][0].as_f64(),
@@ -701,7 +745,10 @@ mod tests {
         v1.extend_from_slice(&payload);
         let loaded = ModelBundle::from_bytes(&v1, p).unwrap();
         assert_eq!(loaded.format_version, 1);
-        assert_eq!(loaded.global.model, b.global.model);
+        assert_eq!(
+            loaded.global.as_ref().unwrap().model,
+            b.global.as_ref().unwrap().model
+        );
     }
 
     #[test]
@@ -723,7 +770,7 @@ mod tests {
     fn payload_in_chunks_is_the_whole_encoding() {
         let mut b = bundle();
         b.summary = serde_json::json!({"groups": 7, "passes": 1});
-        let model = b.global.model.clone();
+        let model = b.global.as_ref().unwrap().model.clone();
         for n in [0, 1, 2, 3, 7] {
             b.groups = (0..n)
                 .map(|i| GroupEntry {
