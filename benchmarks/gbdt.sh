@@ -15,7 +15,7 @@
 # Prints ratio tables. Quote ratios from one run only.
 #
 # Status: the speed target (>= 10x faster than lightgbm-joblib) is not met
-# (2.8x at 5488d98, below).
+# (2.7x, 3.7x like for like without the global model, at d98d20c; below).
 # 2026-12-04, 2-core AMD EPYC VM, `SYSTEMS=lightgbm-joblib FLIGHTS=1
 # REPEATS=1` at 455c9d2 (one run): groupfit 38.8 s wall against
 # lightgbm-joblib 100.8 s (2.6x; 2.4x at c9248f7, before the split search's
@@ -54,6 +54,11 @@
 # lightgbm-joblib 93.1 s (2.8x), the same valid_logloss 0.56706 against
 # 0.56884; histogram building 39% of pass thread time (23.8 of 61.7
 # thread-s); flights 3.8 s against 7.6 s, RMSE 19.557 against 19.590.
+# Again at d98d20c, with the like-for-like run: groupfit 34.2 s (2.7x)
+# and, with --no-global (4,000 boosters like the baselines), 24.6 s (3.7x)
+# against lightgbm-joblib 91.3 s; the same valid_logloss 0.56706 (the
+# groups' models do not depend on the global model) against 0.56884;
+# flights 3.8 s against 7.4 s, RMSE 19.557 against 19.590 (-0.17%).
 #
 #   benchmarks/gbdt.sh
 #   SYSTEMS="lightgbm-joblib" FLIGHTS=0 benchmarks/gbdt.sh
