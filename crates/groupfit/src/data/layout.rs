@@ -99,9 +99,10 @@ pub struct LayoutInput<'a> {
 }
 
 /// A raw pointer that may cross threads; every thread writes a disjoint set of
-/// elements (its own feature rows of every block).
+/// elements (here its own feature rows of every block; in the MLP layout its
+/// own rows).
 #[derive(Clone, Copy)]
-struct SharedOut(*mut f32);
+pub(crate) struct SharedOut(pub(crate) *mut f32);
 // SAFETY: see the type's docs: writes through it never overlap between threads.
 unsafe impl Send for SharedOut {}
 unsafe impl Sync for SharedOut {}

@@ -75,11 +75,15 @@ impl MlpData {
         }
         let total = start[ng + 1];
         let mut src = vec![0u32; total];
+        // The layout row of each training row in its own group (`u32::MAX`:
+        // the group is not fitted); its global row is `start[ng] + k`.
+        let mut dest = vec![u32::MAX; inp.rows.len()];
         let mut cursor = start[..=ng].to_vec();
         for (k, &r) in inp.rows.iter().enumerate() {
             let g = inp.group_of[k] as usize;
             if inp.fit[g] {
                 src[cursor[g]] = r;
+                dest[k] = cursor[g] as u32;
                 cursor[g] += 1;
             }
             if inp.fit[ng] {
@@ -153,45 +157,58 @@ impl MlpData {
                 std[g * d + j] = sd[g];
             }
         }
-        // Standardised rows, written row-major (row ranges spread over threads).
+        // Standardised rows, written row-major. The training rows are read
+        // in their order (threads take ranges of them), each column in
+        // turn over a chunk of rows: the table's columns are read
+        // sequentially and a chunk's destination rows (its groups' rows
+        // and, with the global model, its global rows) stay in cache until
+        // every column is written. Reading in layout order instead fetches
+        // a cache line of the table per value when the groups are small.
         let mut x = crate::data::zeroed_f32_large(total * d);
-        // A chunk of rows at a time, one column after the other: the
-        // column's type is matched once per chunk, not once per value, and
-        // the chunk's rows (`CHUNK * d` values) stay in cache while their
-        // columns are filled in.
-        const CHUNK: usize = 128;
-        let write = |lo: usize, out: &mut [f32]| {
-            let mut g = start.partition_point(|&s| s <= lo) - 1;
-            let mut gi = [0usize; CHUNK];
-            for (c, rows_out) in out.chunks_mut(CHUNK * d).enumerate() {
-                let p0 = lo + c * CHUNK;
-                let m = rows_out.len() / d;
-                for (k, slot) in gi[..m].iter_mut().enumerate() {
-                    while start[g + 1] <= p0 + k {
-                        g += 1;
-                    }
-                    *slot = g * d;
-                }
-                let rows = &src[p0..p0 + m];
+        const CHUNK: usize = 1024;
+        let n = inp.rows.len();
+        let out = crate::data::layout::SharedOut(x.as_mut_ptr());
+        let write = |lo: usize, hi: usize| {
+            let out = out;
+            for c0 in (lo..hi).step_by(CHUNK) {
+                let ks = c0..(c0 + CHUNK).min(hi);
                 for j in 0..d {
                     let fill = inp.impute[j];
+                    let gm = ng * d + j;
                     crate::with_values!(inp.columns[j], |v| {
-                        for (k, &r) in rows.iter().enumerate() {
-                            let a = v[r as usize] as f64;
+                        for k in ks.clone() {
+                            let a = v[inp.rows[k] as usize] as f64;
                             let a = if a.is_nan() { fill } else { a };
-                            let at = gi[k] + j;
-                            rows_out[k * d + j] = ((a - mean[at]) / std[at]) as f32;
+                            let p = dest[k];
+                            if p != u32::MAX {
+                                let at = inp.group_of[k] as usize * d + j;
+                                // SAFETY: position `p` (a row of an own
+                                // group) is `k`'s alone, and `p * d + j` is
+                                // within `x` (p < start[ng]).
+                                unsafe {
+                                    *out.0.add(p as usize * d + j) =
+                                        ((a - mean[at]) / std[at]) as f32;
+                                }
+                            }
+                            if inp.fit[ng] {
+                                // SAFETY: global row `start[ng] + k` is
+                                // `k`'s alone and within `x`.
+                                unsafe {
+                                    *out.0.add((start[ng] + k) * d + j) =
+                                        ((a - mean[gm]) / std[gm]) as f32;
+                                }
+                            }
                         }
                     });
                 }
             }
         };
         if d > 0 {
-            let per = total.div_ceil(threads).max(1);
+            let per = n.div_ceil(threads).max(1);
             std::thread::scope(|sc| {
-                for (c, chunk) in x.chunks_mut(per * d).enumerate() {
+                for lo in (0..n).step_by(per) {
                     let w = &write;
-                    sc.spawn(move || w(c * per, chunk));
+                    sc.spawn(move || w(lo, (lo + per).min(n)));
                 }
             });
         }
