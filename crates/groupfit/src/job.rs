@@ -1164,7 +1164,6 @@ fn select(
     threads: usize,
 ) -> Result<Selection> {
     let t0 = Instant::now();
-    let d = rows.cols.len();
     let n = rows.idx.len();
     if n == 0 && n_configs > 1 {
         return Err(GroupfitError::arg(format!(
@@ -1173,39 +1172,10 @@ fn select(
     }
     // Validation rows sorted by group (unseen rows last), as a dense imputed matrix.
     let key = |i: usize| rows.gid[i].map_or(n_groups, |g| g as usize);
-    let mut start = vec![0usize; n_groups + 2];
-    for i in 0..n {
-        start[key(i) + 1] += 1;
-    }
-    for g in 0..=n_groups {
-        start[g + 1] += start[g];
-    }
-    let mut cursor = start.clone();
-    let mut order = vec![0usize; n];
-    for i in 0..n {
-        let k = key(i);
-        order[cursor[k]] = i;
-        cursor[k] += 1;
-    }
-    // Feature columns in that order (column-major), imputed.
-    let xc: Vec<Vec<f64>> = crate::exec::par_map(d, threads, &|_| 1, &|j| {
-        let fill = rows.impute.get(j).copied().unwrap_or(f64::NAN);
-        crate::with_values!(rows.cols[j], |v| order
-            .iter()
-            .map(|&i| {
-                let val: f64 = v[rows.idx[i] as usize].into();
-                if val.is_nan() {
-                    fill
-                } else {
-                    val
-                }
-            })
-            .collect())
-    });
-    let ys: Vec<f64> = order
-        .iter()
-        .map(|&i| rows.target[rows.idx[i] as usize])
-        .collect();
+    let (order, start) = crate::data::bucket((0..n).map(key), n_groups + 1);
+    let src: Vec<u32> = order.iter().map(|&i| rows.idx[i as usize]).collect();
+    let xc = crate::data::imputed_columns(rows.cols, &src, rows.impute, threads);
+    let ys: Vec<f64> = src.iter().map(|&r| rows.target[r as usize]).collect();
     trace_stamp(t0, "  selection: validation matrix");
     let predict = |m: &FittedModel, range: std::ops::Range<usize>| -> Vec<f64> {
         m.predict_columns(task, &xc, range)

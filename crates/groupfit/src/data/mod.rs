@@ -433,6 +433,55 @@ pub fn rows_per_group(group_of: &[u32], n_groups: usize) -> Vec<usize> {
     counts
 }
 
+/// Positions `0..` of `keys` sorted by key (a stable counting sort), and
+/// each key's range in that order: positions of key `g` are
+/// `pos[starts[g]..starts[g + 1]]`, ascending. Keys are below `k`.
+pub(crate) fn bucket(
+    keys: impl Iterator<Item = usize> + Clone,
+    k: usize,
+) -> (Vec<u32>, Vec<usize>) {
+    let mut starts = vec![0usize; k + 1];
+    for g in keys.clone() {
+        starts[g + 1] += 1;
+    }
+    for g in 0..k {
+        starts[g + 1] += starts[g];
+    }
+    let mut cur = starts.clone();
+    let mut pos = vec![0u32; starts[k]];
+    for (i, g) in keys.enumerate() {
+        pos[cur[g]] = i as u32;
+        cur[g] += 1;
+    }
+    (pos, starts)
+}
+
+/// Rows `rows` of `columns` as column-major `f64` columns (in the order of
+/// `rows`), a missing value replaced by `impute[j]` where there is one
+/// (families that take NaN natively have none). Columns spread over
+/// `threads` threads.
+pub(crate) fn imputed_columns(
+    columns: &[Column],
+    rows: &[u32],
+    impute: &[f64],
+    threads: usize,
+) -> Vec<Vec<f64>> {
+    crate::exec::par_map(columns.len(), threads, &|_| 1, &|j| {
+        let fill = impute.get(j).copied().unwrap_or(f64::NAN);
+        with_values!(columns[j], |v| rows
+            .iter()
+            .map(|&r| {
+                let x: f64 = v[r as usize].into();
+                if x.is_nan() {
+                    fill
+                } else {
+                    x
+                }
+            })
+            .collect())
+    })
+}
+
 /// Training mean of each feature over `rows` (NaN skipped; 0 if none): the
 /// value that replaces a missing feature.
 pub fn training_means(columns: &[Column], rows: &[u32]) -> Vec<f64> {

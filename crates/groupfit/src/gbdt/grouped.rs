@@ -34,6 +34,7 @@ use super::binning::BinMapper;
 use super::booster::{Booster, GroupView, StepScratch};
 use super::histogram::{BinnedGroup, STRIDE};
 use super::{GbdtConfig, GbdtModel};
+use crate::data::bucket;
 use crate::exec::{explain, run_passes, trace, Explain, PassFamily, PassProgress, RunReport};
 use crate::family::TrainData;
 
@@ -54,24 +55,6 @@ pub struct GbdtLayout {
     valid_bins: Vec<u8>,
     valid_y: Vec<f64>,
     valid_starts: Vec<usize>,
-}
-
-/// Positions of `keys` sorted by key (counting sort), with boundaries.
-fn bucket(keys: impl Iterator<Item = usize> + Clone, k: usize) -> (Vec<u32>, Vec<usize>) {
-    let mut starts = vec![0usize; k + 1];
-    for g in keys.clone() {
-        starts[g + 1] += 1;
-    }
-    for g in 0..k {
-        starts[g + 1] += starts[g];
-    }
-    let mut cur = starts.clone();
-    let mut pos = vec![0u32; starts[k]];
-    for (i, g) in keys.enumerate() {
-        pos[cur[g]] = i as u32;
-        cur[g] += 1;
-    }
-    (pos, starts)
 }
 
 /// How features are binned: the configs that agree on it share the bins.

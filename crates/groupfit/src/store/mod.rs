@@ -490,35 +490,10 @@ impl ModelBundle {
                 rows: global,
             });
         }
-        // Rows in order of their model (a counting sort), as imputed
-        // column-major features, so each model predicts its rows in one call.
-        let mut start = vec![0usize; n_groups + 2];
-        for &s in &slot {
-            start[s + 1] += 1;
-        }
-        for s in 0..=n_groups {
-            start[s + 1] += start[s];
-        }
-        let mut cursor = start.clone();
-        let mut order = vec![0usize; n];
-        for (i, &s) in slot.iter().enumerate() {
-            order[cursor[s]] = i;
-            cursor[s] += 1;
-        }
-        let xc: Vec<Vec<f64>> = crate::exec::par_map(cols.len(), threads, &|_| 1, &|j| {
-            let fill = self.impute.get(j).copied().unwrap_or(f64::NAN);
-            crate::with_values!(cols[j], |v| order
-                .iter()
-                .map(|&i| {
-                    let x: f64 = v[i].into();
-                    if x.is_nan() {
-                        fill
-                    } else {
-                        x
-                    }
-                })
-                .collect())
-        });
+        // Rows in order of their model, as imputed column-major features,
+        // so each model predicts its rows in one call.
+        let (order, start) = crate::data::bucket(slot.iter().copied(), n_groups + 1);
+        let xc = crate::data::imputed_columns(&cols, &order, &self.impute, threads);
         let model = |s: usize| match (self.groups.get(s), &self.global) {
             (Some(GroupEntry { model: Some(m), .. }), _) => m,
             (_, Some(g)) => &g.model,
@@ -541,7 +516,7 @@ impl ModelBundle {
         let mut values = vec![0.0; n];
         for (s, p) in by_slot.iter().enumerate() {
             for (&i, &v) in order[start[s]..start[s + 1]].iter().zip(p) {
-                values[i] = v;
+                values[i as usize] = v;
             }
         }
         Ok(Predictions {
