@@ -10,7 +10,7 @@
 # next to the results.
 #
 # Status: the scaling headline (<= 1.5x) is met for GBDT (1.19x), not
-# for linear (2.24x) or MLP (3.19x); `auto` within 10% of the best fixed
+# for linear (2.21x) or MLP (1.92x wall, 1.46x train time, at 8a017ad); `auto` within 10% of the best fixed
 # strategy holds for every family and regime within the VM's noise (on
 # this VM a single run of the same binary varies by up to 2x when fresh
 # memory is slow to fault in, e.g. the MLP layout's 100 MB takes 0.11 to
@@ -36,6 +36,13 @@
 #           0.23 s like fused's, the rest is the VM's page faults);
 #           scaling 3.19x wall (1.639 s / 0.514 s), 2.84x train time;
 #           tiny20000 fused 1.381 s.
+#   all families again at 8a017ad (`REPEATS=3`; GBDT predictions by 8
+#           rows at a time, models moved into the bundle, the MLP layout
+#           written in training-row order): auto/best linear 0.975 /
+#           1.002 / 0.974, gbdt 1.013 / 1.031 / 1.007, mlp 0.989 / 1.068 /
+#           0.999; scaling linear 2.21x (0.862 s / 0.389 s), gbdt 1.19x
+#           (2.167 s / 1.817 s), mlp 1.92x wall (0.967 s / 0.504 s) and
+#           1.46x train time.
 # Linear: in a traced tiny20000 run ~0.23 s is the per-group standardised
 # layout (first-touch page faults of this VM included) and ~0.47 s the
 # Newton iterations (0.12 s for skewed4), where 80,004 units each sum a
