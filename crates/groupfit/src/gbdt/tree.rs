@@ -22,25 +22,18 @@ pub struct Tree {
     pub leaf_value: Vec<f64>,
 }
 
-/// Rows that walk a tree together in [`Tree::add_columns`]: one row's walk
+/// Rows that walk a tree together in [`Tree::add_rows`]: one row's walk
 /// waits on each node's loads; several independent walks overlap.
 const LANES: usize = 8;
 
 impl Tree {
     /// The child of internal node `n` that a row with value `v` of the
-    /// node's feature goes to.
+    /// node's feature goes to (`<=` the threshold, or missing and
+    /// `default_left`: left), chosen without a branch.
     #[inline(always)]
     fn child(&self, n: usize, v: f64) -> i32 {
-        let go_left = if v.is_nan() {
-            self.default_left[n]
-        } else {
-            v <= self.threshold[n]
-        };
-        if go_left {
-            self.left[n]
-        } else {
-            self.right[n]
-        }
+        let left = (v <= self.threshold[n]) | (v.is_nan() & self.default_left[n]);
+        [self.right[n], self.left[n]][left as usize]
     }
 
     /// The leaf a row lands in.
@@ -74,9 +67,7 @@ impl Tree {
             while node.iter().any(|&i| i >= 0) {
                 for (l, i) in node.iter_mut().enumerate() {
                     let n = (*i).max(0) as usize;
-                    let v = x[(base + l) * d + self.split_feature[n] as usize];
-                    let left = (v <= self.threshold[n]) | (v.is_nan() & self.default_left[n]);
-                    let next = [self.right[n], self.left[n]][left as usize];
+                    let next = self.child(n, x[(base + l) * d + self.split_feature[n] as usize]);
                     *i = [*i, next][(*i >= 0) as usize];
                 }
             }
