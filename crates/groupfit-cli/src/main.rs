@@ -485,10 +485,25 @@ fn print_train_summary(b: &ModelBundle, s: &job::Summary, out: &Path) {
         chosen.join(", "),
         s.global_config.as_deref().unwrap_or("none (--no-global)")
     ));
+    // Groups without a model of their own: served by the global model, or
+    // by none without one (--no-global).
+    let (route, what, count) = if s.global_config.is_some() {
+        (
+            Route::Global,
+            "fallback to the global model",
+            s.routes.groups_global,
+        )
+    } else {
+        (
+            Route::None,
+            "no model (no global model to fall back to)",
+            s.routes.groups_none,
+        )
+    };
     let fb: Vec<String> = b
         .groups
         .iter()
-        .filter(|g| g.route == Route::Global)
+        .filter(|g| g.route == route)
         .take(5)
         .map(|g| {
             format!(
@@ -498,33 +513,9 @@ fn print_train_summary(b: &ModelBundle, s: &job::Summary, out: &Path) {
             )
         })
         .collect();
-    let nm: Vec<String> = b
-        .groups
-        .iter()
-        .filter(|g| g.route == Route::None)
-        .take(5)
-        .map(|g| {
-            format!(
-                "{} ({})",
-                display_key(&g.key),
-                g.fallback.as_deref().unwrap_or("")
-            )
-        })
-        .collect();
-    if !nm.is_empty() {
-        e(format!(
-            "no model (no global model to fall back to): {} groups ({} with < {} rows, {} with one class), e.g. {}",
-            s.routes.groups_none,
-            s.fallback.few_rows,
-            s.fallback.min_rows,
-            s.fallback.one_class,
-            nm.join("; ")
-        ));
-    }
     if !fb.is_empty() {
         e(format!(
-            "fallback to the global model: {} groups ({} with < {} rows, {} with one class), e.g. {}",
-            s.routes.groups_global,
+            "{what}: {count} groups ({} with < {} rows, {} with one class), e.g. {}",
             s.fallback.few_rows,
             s.fallback.min_rows,
             s.fallback.one_class,
@@ -709,33 +700,27 @@ fn inspect(a: InspectArgs) -> Result<()> {
             .join(" | ")
     )?;
     let own = b.groups.iter().filter(|g| g.route == Route::Own).count();
+    writeln!(
+        o,
+        "groups       {} ({} own model, {} {})",
+        b.groups.len(),
+        own,
+        b.groups.len() - own,
+        if b.global.is_some() {
+            "global fallback"
+        } else {
+            "no model"
+        }
+    )?;
     match &b.global {
-        Some(gl) => {
-            writeln!(
-                o,
-                "groups       {} ({} own model, {} global fallback)",
-                b.groups.len(),
-                own,
-                b.groups.len() - own
-            )?;
-            writeln!(
-                o,
-                "global       config {}, validation {} {}",
-                b.configs[gl.config].name,
-                metric_name(b.task),
-                primary(b.task, &gl.valid).map_or("-".into(), |v| format!("{v:.4}"))
-            )?;
-        }
-        None => {
-            writeln!(
-                o,
-                "groups       {} ({} own model, {} no model)",
-                b.groups.len(),
-                own,
-                b.groups.len() - own
-            )?;
-            writeln!(o, "global       none (trained with --no-global)")?;
-        }
+        Some(gl) => writeln!(
+            o,
+            "global       config {}, validation {} {}",
+            b.configs[gl.config].name,
+            metric_name(b.task),
+            primary(b.task, &gl.valid).map_or("-".into(), |v| format!("{v:.4}"))
+        )?,
+        None => writeln!(o, "global       none (trained with --no-global)")?,
     }
     let mut order: Vec<usize> = (0..b.groups.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(b.groups[i].n_train));
