@@ -10,7 +10,8 @@
 # next to the results.
 #
 # Status: the scaling headline (<= 1.5x) is met for GBDT (1.19x), not
-# for linear (2.21x) or MLP (1.92x wall, 1.46x train time, at 8a017ad); `auto` within 10% of the best fixed
+# for linear (2.21x) or MLP (1.92x wall, 1.46x train time, at 8a017ad;
+# 2.17x / 1.84x in the latest run below); `auto` within 10% of the best fixed
 # strategy holds for every family and regime within the VM's noise (on
 # this VM a single run of the same binary varies by up to 2x when fresh
 # memory is slow to fault in, e.g. the MLP layout's 100 MB takes 0.11 to
@@ -43,6 +44,15 @@
 #           0.999; scaling linear 2.21x (0.862 s / 0.389 s), gbdt 1.19x
 #           (2.167 s / 1.817 s), mlp 1.92x wall (0.967 s / 0.504 s) and
 #           1.46x train time.
+#   mlp again at this commit (`REPEATS=3 FAMILIES=mlp`; MLP plans priced
+#           by each group's steps left, and a worker done early steps its
+#           whole groups on): auto/best 1.060 / 0.984 / 1.099 (auto ran tp,
+#           fused, fused); scaling 2.17x wall (1.125 s / 0.518 s), 1.84x
+#           train time. In 4 alternated runs per binary, passes_s against
+#           the commit before: skewed4 0.200 s vs 0.210, zipf1000 0.198 vs
+#           0.243, tiny20000 0.268 vs 0.233 (the global model's thousands
+#           of steps, now on a worker of its own beside the 20,000 small
+#           groups, run ~3x slower there than alone on this VM).
 # Linear: in a traced tiny20000 run ~0.23 s is the per-group standardised
 # layout (first-touch page faults of this VM included) and ~0.47 s the
 # Newton iterations (0.12 s for skewed4), where 80,004 units each sum a

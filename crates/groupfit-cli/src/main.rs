@@ -297,7 +297,13 @@ fn explain(a: ExplainArgs) -> Result<()> {
         c.date,
         c.cache_file.as_deref().unwrap_or("not cached")
     ));
-    emit("estimated first pass (every unit active):");
+    emit(if e.model == "mlp" {
+        // The MLP family knows every unit's steps left: plans are priced
+        // over all of them.
+        "estimated rest of the run (every unit active, all its mini-batch steps):"
+    } else {
+        "estimated first pass (every unit active):"
+    });
     emit(&format!(
         "  {:<8} {:>10} {:>10} {:>10} {:>10} {:>8} {:>10} {:>8} {:>8} {:>8}",
         "strategy",

@@ -386,6 +386,15 @@ impl PassFamily for MlpPass<'_> {
         WHOLE_STEPS
     }
 
+    fn steps_left(&self, group: usize, k: usize, unit: &MlpUnit) -> usize {
+        if unit.done {
+            return 0;
+        }
+        let cfg = &self.configs[k];
+        let per_epoch = self.data.rows_of(group).div_ceil(cfg.batch_size());
+        (cfg.epochs() - unit.epoch) as usize * per_epoch - unit.batch
+    }
+
     fn accumulate(
         &self,
         group: usize,

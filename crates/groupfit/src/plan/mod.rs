@@ -114,6 +114,13 @@ pub struct GroupLoad {
     /// Of its rows, those whose scan also sums second-order terms (the
     /// linear family's Hessian sample; see `PassFamily::heavy_rows`).
     pub heavy: usize,
+    /// Updates its units still need, where the family knows (the MLP
+    /// family's mini-batch steps; see `PassFamily::steps_left`), else 1.
+    /// Every cost of the group is for all of them: a plan then places and
+    /// prices the group's remaining work, so a group with thousands of
+    /// steps left gets a worker of its own instead of one step a pass on
+    /// every worker.
+    pub steps: usize,
 }
 
 impl GroupLoad {
@@ -126,7 +133,7 @@ impl GroupLoad {
         } else {
             self.heavy.min(self.rows.len()) as f64 / self.rows.len() as f64
         };
-        self.units as f64 * (c.row_unit_ns + heavy * c.heavy_unit_ns)
+        self.steps.max(1) as f64 * self.units as f64 * (c.row_unit_ns + heavy * c.heavy_unit_ns)
     }
 
     /// Nanoseconds of the group's pass that do not grow with its rows: one
@@ -135,11 +142,12 @@ impl GroupLoad {
         if self.units == 0 || self.rows.is_empty() {
             return 0.0;
         }
-        (self.units as f64 * c.apply_unit_us + c.shard_us) * 1e3
+        self.steps.max(1) as f64 * (self.units as f64 * c.apply_unit_us + c.shard_us) * 1e3
     }
 
-    /// Estimated nanoseconds of the group's work in one pass under `c`. With
-    /// [`CostModel::uncalibrated`] this is rows times units.
+    /// Estimated nanoseconds of the group's work (one pass, or all of its
+    /// [`GroupLoad::steps`]) under `c`. With [`CostModel::uncalibrated`]
+    /// this is rows times units times steps.
     fn cost(&self, c: &CostModel) -> f64 {
         self.rows.len() as f64 * self.per_row(c) + self.fixed(c)
     }
@@ -186,7 +194,10 @@ impl CostModel {
     }
 }
 
-/// A plan's estimated cost of one pass with every current unit active.
+/// A plan's estimated cost of one pass with every current unit active, or,
+/// where the family knows how many updates its units still need
+/// ([`GroupLoad::steps`]), of all of them: a cut group then meets the other
+/// workers once a step, and a whole group steps on by itself.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
     /// Seconds of useful work per worker (work divided by workers).
@@ -456,7 +467,7 @@ impl Plan {
                                 0.0
                             };
                             s.rows.len() as f64 * l.per_row(cost) * 1e-9
-                                + (cost.shard_us + apply) * 1e-6
+                                + l.steps.max(1) as f64 * (cost.shard_us + apply) * 1e-6
                         })
                         .sum()
                 })
@@ -465,17 +476,28 @@ impl Plan {
             let mean = per_worker.iter().sum::<f64>() / workers as f64;
             compute += mean;
             idle += max - mean;
+            // A stage meets once a pass; a cut group takes one step a pass,
+            // so the stage meets once per step of its cut groups.
+            let meets = stage
+                .iter()
+                .flatten()
+                .filter(|s| !s.whole)
+                .map(|s| loads[s.group].steps.max(1))
+                .max()
+                .unwrap_or(1);
             if !single {
-                sync += cost.stage_us * 1e-6;
+                sync += meets as f64 * cost.stage_us * 1e-6;
             }
             // The cut groups of this stage are reduced and updated serially.
             let mut seen = vec![false; loads.len()];
             for s in stage.iter().flatten().filter(|s| !s.whole) {
                 if !std::mem::replace(&mut seen[s.group], true) {
-                    let u = loads[s.group].units as f64;
-                    sync += (pieces[s.group] as f64 * u * cost.stats_len as f64 * cost.combine_ns)
-                        * 1e-9
-                        + u * cost.apply_unit_us * 1e-6;
+                    let l = &loads[s.group];
+                    let u = l.units as f64;
+                    sync += l.steps.max(1) as f64
+                        * ((pieces[s.group] as f64 * u * cost.stats_len as f64 * cost.combine_ns)
+                            * 1e-9
+                            + u * cost.apply_unit_us * 1e-6);
                 }
             }
         }
@@ -591,11 +613,48 @@ mod tests {
                     rows: start..start + n,
                     units: 1,
                     heavy: 0,
+                    steps: 1,
                 };
                 start += n;
                 l
             })
             .collect()
+    }
+
+    #[test]
+    fn a_group_with_many_steps_left_gets_a_worker_of_its_own() {
+        // One batch of 256 rows with 100 steps left beside 300 groups of
+        // 40 rows with 2: per pass the batch is 2% of the rows, over the
+        // run it is half the work.
+        let mut l = loads(&[256]);
+        l[0].steps = 100;
+        let mut start = 256;
+        for _ in 0..300 {
+            l.push(GroupLoad {
+                rows: start..start + 40,
+                units: 1,
+                heavy: 0,
+                steps: 2,
+            });
+            start += 40;
+        }
+        let p = Plan::build(Strategy::Tp, &l, 2, 1, &ROWS);
+        let with_0 = p.stages[0]
+            .iter()
+            .find(|w| w.iter().any(|s| s.group == 0))
+            .unwrap();
+        assert_eq!(with_0.len(), 1, "group 0 shares its worker");
+        let e = p.estimate(&l, &ROWS);
+        // 25,600 and 24,000 row-steps: the run's work, not one pass's.
+        assert!((e.compute_s - 24_800e-9).abs() < 1e-12, "{e:?}");
+        assert!((e.idle_s - 800e-9).abs() < 1e-12, "{e:?}");
+        // A cut group meets the other workers once a step.
+        let dp = Plan::build(Strategy::Dp, &l[..1], 2, 1, &ROWS);
+        let cut = CostModel {
+            stage_us: 1.0,
+            ..ROWS
+        };
+        assert!((dp.estimate(&l[..1], &cut).sync_s - 100e-6).abs() < 1e-12);
     }
 
     #[test]
@@ -674,6 +733,7 @@ mod tests {
                 rows: start..start + 1,
                 units: 4,
                 heavy: 0,
+                steps: 1,
             });
             start += 1;
         }
