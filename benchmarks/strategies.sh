@@ -60,7 +60,7 @@
 # per-unit work, not per-unit overhead. MLP: 20,001 networks of 2,177
 # parameters with Adam moments are ~520 MB of state against 5 networks
 # (in `perf`, half of the tiny20000 run's samples are the kernel clearing
-# fresh pages), and their model file is 265 MB. GBDT: the global model's
+# fresh pages), and their model file is 208 MB (265 MB before format 4). GBDT: the global model's
 # booster over all 800k rows is cut over both workers under dp
 # (tiny20000), ~31 ms a round.
 # Earlier: linear-only at cf79302, auto/best 1.021 / 1.011 / 1.036, scaling

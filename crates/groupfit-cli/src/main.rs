@@ -379,7 +379,14 @@ fn train(a: TrainArgs) -> Result<()> {
     let mut out = out?;
     out.summary.wall_s = start.elapsed().as_secs_f64();
     out.bundle.summary = serde_json::to_value(&out.summary)?;
+    let saving = Instant::now();
     out.bundle.save(&a.out)?;
+    if groupfit::exec::trace() {
+        eprintln!(
+            "[groupfit] save: {:.1} ms",
+            saving.elapsed().as_secs_f64() * 1e3
+        );
+    }
     out.summary.wall_s = start.elapsed().as_secs_f64();
     if a.json {
         emit(&serde_json::to_string(&out.summary)?);

@@ -7,9 +7,10 @@
 //!   3-row groups, ...);
 //! * the model file round-trips bit for bit (serde_json with `float_roundtrip`)
 //!   and damage is reported as `GroupfitError::CorruptModel`;
-//! * golden files: committed model files (format v1: linear; format v2:
-//!   MLP, weights as base64 text) must keep loading and predicting the
-//!   committed rows as recorded.
+//! * golden files: committed model files (format v1: linear; v2: MLP,
+//!   weights as base64 text; v3: GBDT; v4: MLP, weights in the binary
+//!   section) must keep loading and predicting the committed rows as
+//!   recorded.
 //!
 //! Golden files live in `tests/golden/` at the workspace root. To (re)generate
 //! the current format version's files deliberately, run
@@ -1089,8 +1090,15 @@ fn golden_model_file_still_loads_and_predicts() {
         "mlp",
         &["hidden=4", "epochs=3", "batch_size=16", "lr=0.01,0.1"],
     );
-    // Format 3: the global model may be absent (this one has it).
+    // Format 3 (frozen): the global model may be absent (this one has it).
     golden_case("gbdt_v3", 3, "gbdt", &["rounds=8", "num_leaves=4,8"]);
+    // Format 4: MLP weights in the binary section.
+    golden_case(
+        "mlp_v4",
+        4,
+        "mlp",
+        &["hidden=4", "epochs=3", "batch_size=16", "lr=0.01,0.1"],
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -1158,11 +1166,11 @@ fn without_the_global_model_groups_keep_their_models_and_predict_names_a_group_w
             assert!(close(*a, *c, 1e-9), "{model}: {a} vs {c}");
         }
         assert_eq!(s.chosen_configs, with.summary.chosen_configs, "{model}");
-        // The file keeps the absence (format 3).
+        // The file keeps the absence (since format 3).
         let file = dir.path().join(format!("{model}.gfm"));
         b.save(&file).unwrap();
         let loaded = ModelBundle::load(&file).unwrap();
-        assert_eq!(loaded.format_version, 3);
+        assert_eq!(loaded.format_version, FORMAT_VERSION);
         assert!(loaded.global.is_none());
         assert_eq!(predictions(&loaded, &own_rows).0, p_without, "{model}");
         // Rows without a model: an error naming the group and why.

@@ -387,7 +387,7 @@ pub struct Dense {
     /// Outputs.
     pub n_out: usize,
     /// Weights, `w[i * n_out + o]` (the transpose of PyTorch's `weight`).
-    /// In the model file: base64 of the little-endian bytes
+    /// In the model file: little-endian bytes in its binary section
     /// ([`crate::store::floats`]).
     #[serde(with = "crate::store::floats")]
     pub w: Vec<f32>,
