@@ -607,9 +607,11 @@ impl Workers {
                     }
                 },
             )));
-            // Counted even after a panic, so no worker waits on this one.
-            self.finished.fetch_add(1, Ordering::AcqRel);
             if steps > 1 {
+                // Counted even after a panic, so no worker waits on this
+                // one (and only where whole groups may step on: `dp`'s
+                // thousands of stages a pass do not share a cache line).
+                self.finished.fetch_add(1, Ordering::AcqRel);
                 let target = (i + 1) * self.workers;
                 caught(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
                     || {
