@@ -9,9 +9,10 @@
 # (20,000 groups against 4 groups). `explain` output for each regime is kept
 # next to the results.
 #
-# Status: the scaling headline (<= 1.5x) is met for GBDT (1.19x), not
-# for linear (2.21x) or MLP (1.92x wall, 1.46x train time, at 8a017ad;
-# 2.17x / 1.84x in the latest run below); `auto` within 10% of the best fixed
+# Status: the scaling headline (<= 1.5x) is met for GBDT (1.19x at
+# 8a017ad, 1.42x in the latest run), not for linear (2.21x, 2.29x) or MLP
+# (1.92x wall and 1.46x train time at 8a017ad; 1.87x / 1.65x in the latest
+# run, with the model file's binary section); `auto` within 10% of the best fixed
 # strategy holds for every family and regime within the VM's noise (on
 # this VM a single run of the same binary varies by up to 2x when fresh
 # memory is slow to fault in, e.g. the MLP layout's 100 MB takes 0.11 to
@@ -53,6 +54,13 @@
 #           0.243, tiny20000 0.268 vs 0.233 (the global model's thousands
 #           of steps, now on a worker of its own beside the 20,000 small
 #           groups, run ~3x slower there than alone on this VM).
+#   all families at bfcc6e6 (`REPEATS=3`; MLP plans by steps left, model
+#           file format 4): auto/best linear 1.019 / 1.000 / 0.999, gbdt
+#           0.984 / 1.043 / 1.107 (tiny20000: auto ran dp, whose passes
+#           took 1.444 s against fused's 1.160 s; their estimates tie and
+#           dp has fewer jumps), mlp 1.017 / 0.963 / 0.998; scaling linear
+#           2.29x (0.947 s / 0.414 s), gbdt 1.42x (2.784 s / 1.967 s), mlp
+#           1.87x wall (0.948 s / 0.507 s) and 1.65x train time.
 # Linear: in a traced tiny20000 run ~0.23 s is the per-group standardised
 # layout (first-touch page faults of this VM included) and ~0.47 s the
 # Newton iterations (0.12 s for skewed4), where 80,004 units each sum a
