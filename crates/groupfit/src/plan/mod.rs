@@ -621,23 +621,35 @@ mod tests {
             .collect()
     }
 
+    /// A group of `big` rows (one unit, one step), then `n` groups of
+    /// `rows` rows with `units` units of `steps` steps each.
+    fn one_big_then_small(
+        big: usize,
+        n: usize,
+        rows: usize,
+        units: usize,
+        steps: usize,
+    ) -> Vec<GroupLoad> {
+        let mut l = loads(&[big]);
+        for i in 0..n {
+            let start = big + i * rows;
+            l.push(GroupLoad {
+                rows: start..start + rows,
+                units,
+                heavy: 0,
+                steps,
+            });
+        }
+        l
+    }
+
     #[test]
     fn a_group_with_many_steps_left_gets_a_worker_of_its_own() {
         // One batch of 256 rows with 100 steps left beside 300 groups of
         // 40 rows with 2: per pass the batch is 2% of the rows, over the
         // run it is half the work.
-        let mut l = loads(&[256]);
+        let mut l = one_big_then_small(256, 300, 40, 1, 2);
         l[0].steps = 100;
-        let mut start = 256;
-        for _ in 0..300 {
-            l.push(GroupLoad {
-                rows: start..start + 40,
-                units: 1,
-                heavy: 0,
-                steps: 2,
-            });
-            start += 40;
-        }
         let p = Plan::build(Strategy::Tp, &l, 2, 1, &ROWS);
         let with_0 = p.stages[0]
             .iter()
@@ -726,17 +738,7 @@ mod tests {
         // small ones (4,000 us of updates) on the other; with 10 us per update
         // the small groups (40 us each, placed first) alternate, and the big
         // one (1 us of rows + 10 us) joins worker 0 on the tie.
-        let mut l = loads(&[1000]);
-        let mut start = 1000;
-        for _ in 0..100 {
-            l.push(GroupLoad {
-                rows: start..start + 1,
-                units: 4,
-                heavy: 0,
-                steps: 1,
-            });
-            start += 1;
-        }
+        let l = one_big_then_small(1000, 100, 1, 4, 1);
         let by_rows = Plan::build(Strategy::Tp, &l, 2, 1, &ROWS);
         assert_eq!(
             by_rows.stages[0][0].len(),
