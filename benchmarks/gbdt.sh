@@ -15,7 +15,10 @@
 # Prints ratio tables. Quote ratios from one run only.
 #
 # Status: the speed target (>= 10x faster than lightgbm-joblib) is not met
-# (2.7x, 3.7x like for like without the global model, at d98d20c; below).
+# (2.7x, 3.7x like for like without the global model, at d98d20c; below;
+# again at d6af42f: 35.6 s vs 97.9 s = 2.8x, 25.4 s = 3.9x without it,
+# valid_logloss 0.56706 vs 0.56884, flights RMSE -0.17% in 4.2 s vs 8.0 s,
+# histogram building 41% of the passes' thread time).
 # 2026-12-04, 2-core AMD EPYC VM, `SYSTEMS=lightgbm-joblib FLIGHTS=1
 # REPEATS=1` at 455c9d2 (one run): groupfit 38.8 s wall against
 # lightgbm-joblib 100.8 s (2.6x; 2.4x at c9248f7, before the split search's
