@@ -208,7 +208,6 @@ impl ColumnDict {
 /// already builds): encoding hashes every row's key.
 type FastMap<K, V> = HashMap<K, V, ahash::RandomState>;
 
-/// Key columns rendered as strings.
 /// The key of row `i` of key columns (as [`GroupEncoder::lookup`] reads it).
 pub fn key_at(columns: &[ArrayRef], i: usize) -> Result<GroupKey> {
     Ok(as_strings(columns)?
@@ -217,6 +216,7 @@ pub fn key_at(columns: &[ArrayRef], i: usize) -> Result<GroupKey> {
         .collect())
 }
 
+/// Key columns rendered as strings.
 fn as_strings(columns: &[ArrayRef]) -> Result<Vec<ArrayRef>> {
     columns
         .iter()
