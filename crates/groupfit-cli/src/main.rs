@@ -297,10 +297,8 @@ fn explain(a: ExplainArgs) -> Result<()> {
         c.date,
         c.cache_file.as_deref().unwrap_or("not cached")
     ));
-    emit(if e.model == "mlp" {
-        // The MLP family knows every unit's steps left: plans are priced
-        // over all of them.
-        "estimated rest of the run (every unit active, all its mini-batch steps):"
+    emit(if e.whole_run {
+        "estimated rest of the run (every unit active, all its steps left):"
     } else {
         "estimated first pass (every unit active):"
     });

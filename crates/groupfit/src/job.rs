@@ -511,8 +511,12 @@ pub struct ExplainOutput {
     pub auto: String,
     /// The cost model's constants.
     pub calibration: Calibration,
-    /// Every fixed strategy, the estimate per pass with every unit active.
+    /// Every fixed strategy, the estimate per pass with every unit active
+    /// (or of the rest of the run, see `whole_run`).
     pub strategies: Vec<StrategyExplain>,
+    /// Whether the estimates cover the rest of the run (a family that
+    /// knows its units' steps left, the MLP) rather than the first pass.
+    pub whole_run: bool,
 }
 
 fn explain_output(
@@ -541,6 +545,7 @@ fn explain_output(
         features,
         workers: data.threads,
         auto: e.auto.name().to_string(),
+        whole_run: e.whole_run,
         calibration: Calibration {
             date: e.machine.date.clone(),
             cpu: e.machine.cpu.clone(),

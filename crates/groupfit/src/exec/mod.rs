@@ -298,6 +298,10 @@ pub struct Explain {
     pub auto: Strategy,
     /// Units (models) to train.
     pub units: usize,
+    /// Whether the estimates cover the rest of the run rather than one
+    /// pass: some group's units have more than one step left
+    /// ([`PassFamily::steps_left`]).
+    pub whole_run: bool,
 }
 
 /// Plans the first pass of `units` under every strategy and prices each; the
@@ -346,6 +350,7 @@ pub fn explain<F: PassFamily>(
     Explain {
         cost,
         machine,
+        whole_run: loads.iter().any(|l| l.units > 0 && l.steps > 1),
         units: active.iter().sum(),
         strategies,
         auto,
