@@ -152,20 +152,8 @@ pub fn place(
 /// group `g`'s rows in input order, and the whole of `order` is the global
 /// pseudo-group's row order, as in [`GroupedMatrix`].
 pub fn group_sorted(rows: &[u32], group_of: &[u32], n_groups: usize) -> (Vec<u32>, Vec<usize>) {
-    let mut start = vec![0usize; n_groups + 1];
-    for &g in group_of {
-        start[g as usize + 1] += 1;
-    }
-    for g in 0..n_groups {
-        start[g + 1] += start[g];
-    }
-    let mut cursor = start.clone();
-    let mut order = vec![0u32; rows.len()];
-    for (&r, &g) in rows.iter().zip(group_of) {
-        order[cursor[g as usize]] = r;
-        cursor[g as usize] += 1;
-    }
-    (order, start)
+    let (pos, start) = crate::data::bucket(group_of.iter().map(|&g| g as usize), n_groups);
+    (pos.iter().map(|&i| rows[i as usize]).collect(), start)
 }
 
 /// The input rows of a worker's pieces, in its order: piece rows taken from

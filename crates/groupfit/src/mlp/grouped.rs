@@ -260,6 +260,11 @@ pub struct MlpUnit {
     done: bool,
 }
 
+/// Mini-batch steps of one epoch over `n` rows (the last batch may be short).
+fn steps_per_epoch(n: usize, cfg: &MlpConfig) -> usize {
+    n.div_ceil(cfg.batch_size())
+}
+
 /// Mini-batch steps a whole group may take in one pass.
 pub const WHOLE_STEPS: usize = 64;
 
@@ -391,7 +396,7 @@ impl PassFamily for MlpPass<'_> {
             return 0;
         }
         let cfg = &self.configs[k];
-        let per_epoch = self.data.rows_of(group).div_ceil(cfg.batch_size());
+        let per_epoch = steps_per_epoch(self.data.rows_of(group), cfg);
         (cfg.epochs() - unit.epoch) as usize * per_epoch - unit.batch
     }
 
@@ -562,7 +567,7 @@ pub fn fit_grouped(
     for g in (0..n_units_groups).filter(|&g| opt.fit[g]) {
         let n = data.rows_of(g);
         for c in configs {
-            let steps = n.div_ceil(c.batch_size()) * c.epochs() as usize;
+            let steps = steps_per_epoch(n, c) * c.epochs() as usize;
             max_passes = max_passes.max(steps + 1);
             flops += c.flops_per_row(data.d()) * n as f64 * c.epochs() as f64;
         }

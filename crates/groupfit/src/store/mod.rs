@@ -256,25 +256,26 @@ impl RowRoute {
 impl ModelBundle {
     /// Serialises to the file format.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        // The header's place, the section's length and the section, filled
+        // in by the encoder; then the JSON; then the header.
         let section_len = 4 * self.section_floats();
-        let mut section = vec![0u8; section_len];
+        let at = HEADER + 8;
+        let mut out = vec![0u8; at + section_len];
+        out[HEADER..at].copy_from_slice(&(section_len as u64).to_le_bytes());
         let mut json = Vec::new();
         self.write_payload(
             &mut json,
-            &mut |at, bytes| {
-                section[4 * at..4 * at + bytes.len()].copy_from_slice(bytes);
+            &mut |first, bytes| {
+                out[at + 4 * first..at + 4 * first + bytes.len()].copy_from_slice(bytes);
                 Ok(())
             },
             PARALLEL_GROUPS,
         )
         .map_err(|e| GroupfitError::arg(format!("cannot encode model: {e}")))?;
-        let mut payload = Vec::with_capacity(8 + section_len + json.len());
-        payload.extend_from_slice(&(section_len as u64).to_le_bytes());
-        payload.extend_from_slice(&section);
-        payload.extend_from_slice(&json);
-        let mut out = Vec::with_capacity(HEADER + payload.len());
-        out.extend_from_slice(&header(payload.len() as u64, crc32fast::hash(&payload)));
-        out.extend_from_slice(&payload);
+        out.extend_from_slice(&json);
+        let payload = &out[HEADER..];
+        let h = header(payload.len() as u64, crc32fast::hash(payload));
+        out[..HEADER].copy_from_slice(&h);
         Ok(out)
     }
 
