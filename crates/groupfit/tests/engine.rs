@@ -9,8 +9,8 @@
 //!   and damage is reported as `GroupfitError::CorruptModel`;
 //! * golden files: committed model files (format v1: linear; v2: MLP,
 //!   weights as base64 text; v3: GBDT; v4: MLP, weights in the binary
-//!   section) must keep loading and predicting the committed rows as
-//!   recorded.
+//!   section; v5: linear and GBDT, `f64` arrays in the binary section too)
+//!   must keep loading and predicting the committed rows as recorded.
 //!
 //! Golden files live in `tests/golden/` at the workspace root. To (re)generate
 //! the current format version's files deliberately, run
@@ -19,8 +19,8 @@
 //! GROUPFIT_BLESS=1 cargo test --release -p groupfit --test engine golden
 //! ```
 //!
-//! which trains fresh models and overwrites `mlp_v2.gfm`, `rows.parquet` and
-//! `mlp_v2.expected.json` instead of comparing (older versions' files are
+//! which trains fresh models and overwrites the current version's files
+//! (`linear_v5.*`, `gbdt_v5.*`) and `rows.parquet` instead of comparing (older versions' files are
 //! frozen). Do that only when a change of the file format or of the
 //! predictions is intended (see `tests/golden/README.md`): if the golden test
 //! fails after a format change, either keep old files loadable or bump
@@ -1092,13 +1092,16 @@ fn golden_model_file_still_loads_and_predicts() {
     );
     // Format 3 (frozen): the global model may be absent (this one has it).
     golden_case("gbdt_v3", 3, "gbdt", &["rounds=8", "num_leaves=4,8"]);
-    // Format 4: MLP weights in the binary section.
+    // Format 4 (frozen): MLP weights in the binary section.
     golden_case(
         "mlp_v4",
         4,
         "mlp",
         &["hidden=4", "epochs=3", "batch_size=16", "lr=0.01,0.1"],
     );
+    // Format 5: every f64 array in the binary section too.
+    golden_case("linear_v5", 5, "linear", &["C=0.1,1"]);
+    golden_case("gbdt_v5", 5, "gbdt", &["rounds=8", "num_leaves=4,8"]);
 }
 
 // ---------------------------------------------------------------------------

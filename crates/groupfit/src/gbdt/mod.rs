@@ -329,6 +329,7 @@ pub struct GbdtModel {
     /// The trees, shrinkage applied to their leaf values.
     pub trees: Vec<Tree>,
     /// Per feature, the total gain of the splits on it (LightGBM's `gain` importance).
+    #[serde(with = "crate::store::floats::f64s")]
     pub importance: Vec<f64>,
     /// Per feature, the number of value bins its training rows were cut into.
     pub bins: Vec<u32>,

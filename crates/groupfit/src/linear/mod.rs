@@ -156,6 +156,7 @@ impl LinearConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LinearModel {
     /// One coefficient per feature, in the bundle's feature order.
+    #[serde(with = "crate::store::floats::f64s")]
     pub coef: Vec<f64>,
     /// The intercept.
     pub intercept: f64,

@@ -400,13 +400,16 @@ pub struct Dense {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MlpModel {
     /// Per-feature training mean of the model's group.
+    #[serde(with = "crate::store::floats::f64s")]
     pub mean: Vec<f64>,
     /// Per-feature training standard deviation (population; 1 where it is 0).
+    #[serde(with = "crate::store::floats::f64s")]
     pub std: Vec<f64>,
     /// Hidden layers then the output layer (one unit).
     pub layers: Vec<Dense>,
     /// Mean training loss over each epoch's mini-batches (loss of each batch
     /// before its step, weighted by its rows), one entry per epoch.
+    #[serde(with = "crate::store::floats::f64s")]
     pub epoch_loss: Vec<f64>,
 }
 

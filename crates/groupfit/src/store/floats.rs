@@ -1,17 +1,22 @@
-//! Compact `f32` arrays in the model file. From format version 4 on they
-//! live in the file's binary section (little-endian bytes, see
+//! Compact float arrays in the model file. From format version 4 on,
+//! `f32` arrays live in the file's binary section (little-endian bytes, see
 //! [`super::ModelBundle`]) and the JSON holds `{"at": first, "n": count}`,
-//! in floats from the section's start: 20,000 groups' networks take 174 MB
-//! instead of 232 MB of text, and are copied rather than encoded and
+//! in 4-byte places from the section's start: 20,000 groups' networks take
+//! 174 MB instead of 232 MB of text, and are copied rather than encoded and
 //! escaped. Version 2 and 3 files hold base64 text of the same bytes (5.3
 //! characters a value), version 1 files plain number arrays; both still
-//! load. `inspect --json` shows number arrays either way (see
+//! load. From version 5 on, `f64` arrays (linear coefficients, tree
+//! thresholds and leaf values, per-config scores; module [`f64s`]) live in
+//! the same section, 8 bytes (two places) a value, as `{"at": first, "n64":
+//! count}`: exact, and a third of the ~19 characters a value of their text.
+//! `inspect --json` shows number arrays either way (see
 //! [`super::FittedModel::to_json`]).
 //!
 //! The binary section is written and read through a per-thread context:
 //! [`collect`] gathers the arrays serialised inside it (anything serialised
-//! outside it gets base64 text), and [`with_section`] lends a file's section
-//! to the arrays deserialised inside it.
+//! outside it gets base64 text, or number arrays for `f64`), and
+//! [`with_section`] lends a file's section to the arrays deserialised
+//! inside it.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -64,8 +69,14 @@ pub fn with_section<R>(section: &[u8], f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// The values `n` floats from float index `at` of the current section.
-fn from_section(at: usize, n: usize) -> Result<Vec<f32>, String> {
+/// The `n * width` bytes from float place `at` of the current section
+/// (`width`: bytes a value), handed to `read`.
+fn from_section_bytes<R>(
+    at: usize,
+    n: usize,
+    width: usize,
+    read: impl FnOnce(&[u8]) -> R,
+) -> Result<R, String> {
     let Some((ptr, len)) = SOURCE.with(Cell::get) else {
         return Err("a binary float array outside a file's binary section".into());
     };
@@ -74,18 +85,37 @@ fn from_section(at: usize, n: usize) -> Result<Vec<f32>, String> {
     let section = unsafe { std::slice::from_raw_parts(ptr, len) };
     let range = at
         .checked_mul(4)
-        .zip(at.checked_add(n).and_then(|e| e.checked_mul(4)))
-        .filter(|&(a, e)| e <= section.len() && a <= e);
+        .zip(n.checked_mul(width))
+        .and_then(|(a, b)| Some((a, a.checked_add(b)?)))
+        .filter(|&(_, e)| e <= section.len());
     let Some((a, e)) = range else {
         return Err(format!(
-            "binary float array {at}+{n} outside the file's {} floats",
+            "binary float array {at}+{n} ({width}-byte values) outside the file's {} floats",
             len / 4
         ));
     };
-    Ok(section[a..e]
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect())
+    Ok(read(&section[a..e]))
+}
+
+/// The values `n` floats from float index `at` of the current section.
+fn from_section(at: usize, n: usize) -> Result<Vec<f32>, String> {
+    from_section_bytes(at, n, 4, |b| {
+        b.chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    })
+}
+
+/// Appends `bytes` to the sink of the running [`collect`], if any; returns
+/// the float place they start at.
+fn sink(bytes: impl FnOnce(&mut Vec<u8>)) -> Option<usize> {
+    SINK.with(|k| {
+        k.borrow_mut().as_mut().map(|(base, buf)| {
+            let at = *base + buf.len() / 4;
+            bytes(buf);
+            at
+        })
+    })
 }
 
 /// Appends `values` to `buf` as little-endian bytes.
@@ -123,13 +153,7 @@ pub fn decode(text: &str) -> Result<Vec<f32>, String> {
 /// binary section and writes `{"at": first, "n": count}`; elsewhere writes
 /// [`encode`]'s text.
 pub fn serialize<S: Serializer>(values: &[f32], s: S) -> Result<S::Ok, S::Error> {
-    let at = SINK.with(|k| {
-        k.borrow_mut().as_mut().map(|(base, buf)| {
-            let at = *base + buf.len() / 4;
-            append(buf, values);
-            at
-        })
-    });
+    let at = sink(|buf| append(buf, values));
     match at {
         Some(at) => {
             let mut m = s.serialize_map(Some(2))?;
@@ -181,6 +205,85 @@ pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f32>, D::Error
         }
     }
     d.deserialize_any(Floats)
+}
+
+/// `f64` arrays in the binary section (format 5 on): `#[serde(with =
+/// "crate::store::floats::f64s")]`. Inside [`collect`] an array is appended
+/// as little-endian bytes (two float places a value) and written as
+/// `{"at": first, "n64": count}`; elsewhere it is a plain array of numbers,
+/// which is also what files before version 5 hold and what still loads.
+pub mod f64s {
+    use super::{from_section_bytes, sink};
+    use serde::de::{self, MapAccess, SeqAccess, Visitor};
+    use serde::ser::SerializeMap;
+    use serde::{Deserializer, Serializer};
+
+    /// Places in the section an array of `n` values takes.
+    pub const fn places(n: usize) -> usize {
+        2 * n
+    }
+
+    /// See the module: a reference inside [`super::collect`], numbers elsewhere.
+    pub fn serialize<S: Serializer>(values: &[f64], s: S) -> Result<S::Ok, S::Error> {
+        let at = sink(|buf| {
+            buf.reserve(values.len() * 8);
+            for v in values {
+                buf.extend_from_slice(&v.to_le_bytes());
+            }
+        });
+        match at {
+            Some(at) => {
+                let mut m = s.serialize_map(Some(2))?;
+                m.serialize_entry("at", &at)?;
+                m.serialize_entry("n64", &values.len())?;
+                m.end()
+            }
+            None => s.collect_seq(values),
+        }
+    }
+
+    /// Reads a reference into the binary section (inside
+    /// [`super::with_section`]) or an array of numbers.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+        struct Floats;
+        impl<'de> Visitor<'de> for Floats {
+            type Value = Vec<f64>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array of numbers or its place in the binary section")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<f64>, A::Error> {
+                let (mut at, mut n) = (None, None);
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "at" => at = Some(map.next_value::<usize>()?),
+                        "n64" => n = Some(map.next_value::<usize>()?),
+                        _ => {
+                            map.next_value::<de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                let (Some(at), Some(n)) = (at, n) else {
+                    return Err(de::Error::custom(
+                        "a binary f64 array needs \"at\" and \"n64\"",
+                    ));
+                };
+                from_section_bytes(at, n, 8, |b| {
+                    b.chunks_exact(8)
+                        .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
+                        .collect()
+                })
+                .map_err(de::Error::custom)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<f64>, A::Error> {
+                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(v) = seq.next_element::<f64>()? {
+                    out.push(v);
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_any(Floats)
+    }
 }
 
 #[cfg(test)]
@@ -265,5 +368,51 @@ mod tests {
             e.to_string().contains("outside a file's binary section"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn f64_arrays_go_to_the_section_two_places_a_value_and_old_numbers_still_read() {
+        #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+        struct W {
+            #[serde(with = "super")]
+            a: Vec<f32>,
+            #[serde(with = "super::f64s")]
+            b: Vec<f64>,
+        }
+        let w = W {
+            a: vec![2.0],
+            b: vec![0.1, -0.0, f64::MIN_POSITIVE, f64::NAN],
+        };
+        let mut buf = Vec::new();
+        let json = collect(0, &mut buf, || serde_json::to_string(&w).unwrap());
+        // One place for the f32, then two places for each f64.
+        assert_eq!(json, r#"{"a":{"at":0,"n":1},"b":{"at":1,"n64":4}}"#);
+        assert_eq!(buf.len(), 4 + 32);
+        assert_eq!(&buf[4..12], &0.1f64.to_le_bytes());
+        let back: W = with_section(&buf, || serde_json::from_str(&json).unwrap());
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&back.b), bits(&w.b));
+        // Outside `collect`: a plain array, as files before version 5 hold it.
+        let w1 = W {
+            a: vec![2.0],
+            b: vec![0.1, -2.5],
+        };
+        let text = serde_json::to_string(&w1).unwrap();
+        assert!(text.contains(r#""b":[0.1,-2.5]"#), "{text}");
+        let old: W = serde_json::from_str(&text).unwrap();
+        assert_eq!(old, w1);
+        // A reference running past the section (the last value cut in half).
+        let e = with_section(&buf[..32], || {
+            serde_json::from_str::<W>(&json).err().unwrap()
+        });
+        assert!(
+            e.to_string()
+                .contains("1+4 (8-byte values) outside the file's 8 floats"),
+            "{e}"
+        );
+        let e = serde_json::from_str::<W>(r#"{"a":[1.0],"b":{"at":0}}"#)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("needs \"at\" and \"n64\""), "{e}");
     }
 }
