@@ -184,7 +184,7 @@ unsafe fn best_split_avx2(
 ///
 /// Per feature, three loops: the running sums of gradient, hessian and
 /// estimated rows over the value bins (the only loop-carried chain; a leaf
-/// with fewer rows than the feature has bins sums only its nonzero bins,
+/// with fewer rows than the feature has bins sums only its first and nonzero bins,
 /// which gives the same sums at those thresholds and skips thresholds that
 /// cannot win); then,
 /// without branches (it vectorises), which thresholds pass the side
@@ -229,13 +229,15 @@ fn best_split_impl(
         // An empty bin adds exact zeros: its threshold repeats the previous
         // one's sides and gain, which never beats it strictly. So a leaf
         // with fewer rows than bins (most bins empty) tries only the
-        // thresholds at its nonzero bins, listed in `at`; the others try
-        // every threshold.
+        // thresholds at its first bin and its nonzero bins, listed in `at`;
+        // the others try every threshold. (The first threshold has no
+        // previous one: with missing values left, an empty first bin is the
+        // split "missing against every value".)
         let at: &[u8] = if total.n < last as f64 {
             let mut k = 0;
             for t in 0..last {
                 nonzero[k] = t as u8;
-                k += usize::from((h[STRIDE * t] != 0.0) | (h[STRIDE * t + 1] != 0.0));
+                k += usize::from((h[STRIDE * t] != 0.0) | (h[STRIDE * t + 1] != 0.0) | (t == 0));
             }
             &nonzero[..k]
         } else {
@@ -363,6 +365,7 @@ mod tests {
     fn naive_best(
         hist: &[f64],
         data: &BinnedGroup<'_>,
+        features: &[usize],
         total: Sums,
         rules: &Rules,
     ) -> Option<(usize, usize, bool, f64)> {
@@ -370,7 +373,7 @@ mod tests {
         let est = |b: Sums| (b.h * cf + 0.5).floor();
         let mut best = None;
         let mut best_gain = 0.0;
-        for j in 0..data.d {
+        for &j in features {
             let off = data.offsets[j] as usize;
             let nb = data.n_bins(j) - 1;
             let bin = |t: usize| Sums::at(&hist[STRIDE * off..], t);
@@ -419,14 +422,15 @@ mod tests {
 
     #[test]
     fn best_split_equals_the_search_by_definition() {
-        // Random leaves of 3 features (2 to 199 value bins, some missing
+        // Random leaves of 1 to 9 features (2 to 199 value bins, some missing
         // values, some empty bins; fewer rows than bins, where only the
-        // nonzero bins are tried, or more), binary-like hessians, both
-        // copies of the search (baseline and the one the CPU runs) against
-        // the definition.
+        // first and nonzero bins are tried, or more; an empty first bin with
+        // missing values), all features or every other one, binary-like
+        // hessians, both copies of the search (baseline and the
+        // one the CPU runs) against the definition.
         let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
-        for case in 0..300 {
-            let d = 3;
+        for case in 0..3000u64 {
+            let d = 1 + (case % 9) as usize;
             let nbins: Vec<usize> = (0..d).map(|_| 3 + (next() % 198) as usize).collect();
             let mut offsets = vec![0u32];
             for &b in &nbins {
@@ -460,15 +464,21 @@ mod tests {
             };
             let total = totals(&hist, &data, n);
             let r = rules(1.0 + (case % 12) as f64);
-            let want = naive_best(&hist, &data, total, &r);
+            let features: Vec<usize> = (0..d).step_by(1 + (case as usize / 9) % 2).collect();
+            let want = naive_best(&hist, &data, &features, total, &r);
             for got in [
-                best_split_impl(&hist, &data, &[0, 1, 2], total, &r),
-                best_split(&hist, &data, &[0, 1, 2], total, &r),
+                best_split_impl(&hist, &data, &features, total, &r),
+                best_split(&hist, &data, &features, total, &r),
             ] {
                 let got = got.map(|s| (s.feature, s.bin, s.default_left, s.gain));
                 match (got, want) {
                     (Some(a), Some(b)) => {
-                        assert_eq!((a.0, a.1, a.2), (b.0, b.1, b.2), "case {case}");
+                        assert_eq!(
+                            (a.0, a.1, a.2),
+                            (b.0, b.1, b.2),
+                            "case {case} {a:?} {b:?} n={n} nb={:?}",
+                            &nbins
+                        );
                         // the same sums in the same order: the same gain
                         assert_eq!(a.3.to_bits(), b.3.to_bits(), "case {case}");
                     }
