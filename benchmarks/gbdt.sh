@@ -18,7 +18,10 @@
 # (2.7x, 3.7x like for like without the global model, at d98d20c; below;
 # again at d6af42f: 35.6 s vs 97.9 s = 2.8x, 25.4 s = 3.9x without it,
 # valid_logloss 0.56706 vs 0.56884, flights RMSE -0.17% in 4.2 s vs 8.0 s,
-# histogram building 41% of the passes' thread time).
+# histogram building 41% of the passes' thread time; at 1fffed6: 35.3 s vs
+# 88.9 s = 2.5x, 26.4 s = 3.4x without it, same log-loss, flights -0.17% in
+# 4.2 s vs 7.1 s, histogram building 36%; the split search was 44% of
+# `perf` samples in a 20-round --no-global run).
 # 2026-12-04, 2-core AMD EPYC VM, `SYSTEMS=lightgbm-joblib FLIGHTS=1
 # REPEATS=1` at 455c9d2 (one run): groupfit 38.8 s wall against
 # lightgbm-joblib 100.8 s (2.6x; 2.4x at c9248f7, before the split search's
