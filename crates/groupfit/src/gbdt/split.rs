@@ -184,9 +184,9 @@ unsafe fn best_split_avx2(
 ///
 /// Per feature, three loops: the running sums of gradient, hessian and
 /// estimated rows over the value bins (the only loop-carried chain; a leaf
-/// with fewer rows than the feature has bins sums only its first and nonzero bins,
-/// which gives the same sums at those thresholds and skips thresholds that
-/// cannot win); then,
+/// with fewer rows than the feature has bins sums only its first and
+/// nonzero bins, which gives the same sums at those thresholds and skips
+/// thresholds that cannot win); then,
 /// without branches (it vectorises), which thresholds pass the side
 /// constraints and [`Rules::may_beat`] against the best gain at the start of
 /// the feature (before any split is found, the best gain of a few sampled

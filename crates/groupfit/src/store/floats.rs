@@ -149,18 +149,50 @@ pub fn decode(text: &str) -> Result<Vec<f32>, String> {
         .collect())
 }
 
+/// Writes the reference `{"at": at, count_key: n}` to an array in the section.
+fn write_ref<S: Serializer>(
+    s: S,
+    at: usize,
+    count_key: &'static str,
+    n: usize,
+) -> Result<S::Ok, S::Error> {
+    let mut m = s.serialize_map(Some(2))?;
+    m.serialize_entry("at", &at)?;
+    m.serialize_entry(count_key, &n)?;
+    m.end()
+}
+
+/// Reads a reference `{"at": first, count_key: count}` (other keys are
+/// ignored); `what` names the array in the error when one is missing.
+fn read_ref<'de, A: MapAccess<'de>>(
+    mut map: A,
+    count_key: &str,
+    what: &str,
+) -> Result<(usize, usize), A::Error> {
+    let (mut at, mut n) = (None, None);
+    while let Some(key) = map.next_key::<String>()? {
+        if key == "at" {
+            at = Some(map.next_value::<usize>()?);
+        } else if key == count_key {
+            n = Some(map.next_value::<usize>()?);
+        } else {
+            map.next_value::<de::IgnoredAny>()?;
+        }
+    }
+    at.zip(n).ok_or_else(|| {
+        de::Error::custom(format!(
+            "a binary {what} array needs \"at\" and \"{count_key}\""
+        ))
+    })
+}
+
 /// `#[serde(serialize_with)]`: inside [`collect`], appends the values to the
 /// binary section and writes `{"at": first, "n": count}`; elsewhere writes
 /// [`encode`]'s text.
 pub fn serialize<S: Serializer>(values: &[f32], s: S) -> Result<S::Ok, S::Error> {
     let at = sink(|buf| append(buf, values));
     match at {
-        Some(at) => {
-            let mut m = s.serialize_map(Some(2))?;
-            m.serialize_entry("at", &at)?;
-            m.serialize_entry("n", &values.len())?;
-            m.end()
-        }
+        Some(at) => write_ref(s, at, "n", values.len()),
         None => s.serialize_str(&encode(values)),
     }
 }
@@ -175,23 +207,9 @@ pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f32>, D::Error
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("an array of numbers, its base64 text or its place in the binary section")
         }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<f32>, A::Error> {
-            let (mut at, mut n) = (None, None);
-            while let Some(key) = map.next_key::<String>()? {
-                match key.as_str() {
-                    "at" => at = Some(map.next_value::<usize>()?),
-                    "n" => n = Some(map.next_value::<usize>()?),
-                    _ => {
-                        map.next_value::<de::IgnoredAny>()?;
-                    }
-                }
-            }
-            match (at, n) {
-                (Some(at), Some(n)) => from_section(at, n).map_err(de::Error::custom),
-                _ => Err(de::Error::custom(
-                    "a binary float array needs \"at\" and \"n\"",
-                )),
-            }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Vec<f32>, A::Error> {
+            let (at, n) = read_ref(map, "n", "float")?;
+            from_section(at, n).map_err(de::Error::custom)
         }
         fn visit_str<E: de::Error>(self, v: &str) -> Result<Vec<f32>, E> {
             decode(v).map_err(E::custom)
@@ -213,9 +231,8 @@ pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f32>, D::Error
 /// `{"at": first, "n64": count}`; elsewhere it is a plain array of numbers,
 /// which is also what files before version 5 hold and what still loads.
 pub mod f64s {
-    use super::{from_section_bytes, sink};
+    use super::{from_section_bytes, read_ref, sink, write_ref};
     use serde::de::{self, MapAccess, SeqAccess, Visitor};
-    use serde::ser::SerializeMap;
     use serde::{Deserializer, Serializer};
 
     /// Places in the section an array of `n` values takes.
@@ -232,12 +249,7 @@ pub mod f64s {
             }
         });
         match at {
-            Some(at) => {
-                let mut m = s.serialize_map(Some(2))?;
-                m.serialize_entry("at", &at)?;
-                m.serialize_entry("n64", &values.len())?;
-                m.end()
-            }
+            Some(at) => write_ref(s, at, "n64", values.len()),
             None => s.collect_seq(values),
         }
     }
@@ -251,22 +263,8 @@ pub mod f64s {
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("an array of numbers or its place in the binary section")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<f64>, A::Error> {
-                let (mut at, mut n) = (None, None);
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
-                        "at" => at = Some(map.next_value::<usize>()?),
-                        "n64" => n = Some(map.next_value::<usize>()?),
-                        _ => {
-                            map.next_value::<de::IgnoredAny>()?;
-                        }
-                    }
-                }
-                let (Some(at), Some(n)) = (at, n) else {
-                    return Err(de::Error::custom(
-                        "a binary f64 array needs \"at\" and \"n64\"",
-                    ));
-                };
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Vec<f64>, A::Error> {
+                let (at, n) = read_ref(map, "n64", "f64")?;
                 from_section_bytes(at, n, 8, |b| {
                     b.chunks_exact(8)
                         .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
