@@ -161,7 +161,7 @@ pub fn best_split(
         // SAFETY: the CPU has the features the copy is compiled for.
         return unsafe { best_split_avx2(hist, data, features, total, rules) };
     }
-    best_split_impl(hist, data, features, total, rules)
+    best_split_impl(hist, data, features, total, rules, false)
 }
 
 /// [`best_split_impl`] compiled for AVX2 (SSE4.1's rounding instruction for
@@ -177,7 +177,7 @@ unsafe fn best_split_avx2(
     total: Sums,
     rules: &Rules,
 ) -> Option<Split> {
-    best_split_impl(hist, data, features, total, rules)
+    best_split_impl(hist, data, features, total, rules, true)
 }
 
 /// [`best_split`], inlined into each copy.
@@ -194,6 +194,8 @@ unsafe fn best_split_avx2(
 /// in threshold order, the exact gain of those only. The
 /// thresholds are tried in the same order, with the same sums and the same
 /// strict comparison as a plain scan, so the split is the plain scan's.
+/// `simd`: list the nonzero bins with AVX2 ([`nonzero_bins`]; only from
+/// [`best_split_avx2`]).
 #[inline(always)]
 fn best_split_impl(
     hist: &[f64],
@@ -201,6 +203,7 @@ fn best_split_impl(
     features: &[usize],
     total: Sums,
     rules: &Rules,
+    simd: bool,
 ) -> Option<Split> {
     if total.n < 2.0 * rules.min_data {
         return None;
@@ -215,7 +218,8 @@ fn best_split_impl(
     let mut ph = [0.0f64; 256];
     let mut pn = [0.0f64; 256];
     let mut pass = [0u8; 256];
-    let mut nonzero = [0u8; 256];
+    // 8 slots of slack: the AVX2 listing writes eight at a time.
+    let mut nonzero = [0u8; 264];
     let mut best: Option<Split> = None;
     let mut best_gain = 0.0;
     for &j in features {
@@ -234,11 +238,7 @@ fn best_split_impl(
         // previous one: with missing values left, an empty first bin is the
         // split "missing against every value".)
         let at: &[u8] = if total.n < last as f64 {
-            let mut k = 0;
-            for t in 0..last {
-                nonzero[k] = t as u8;
-                k += usize::from((h[STRIDE * t] != 0.0) | (h[STRIDE * t + 1] != 0.0) | (t == 0));
-            }
+            let k = nonzero_bins(h, last, &mut nonzero, simd);
             &nonzero[..k]
         } else {
             &EVERY_BIN[..last]
@@ -346,6 +346,101 @@ fn best_split_impl(
         }
     }
     best
+}
+
+/// Writes into `out`, in order, the bins `t < last` of a feature's histogram
+/// slice `h` whose gradient or hessian is nonzero (or NaN), and bin 0
+/// always; returns how many. `simd` (only where the CPU has AVX2): eight
+/// bins a step, four compares and a bit mask, then one iteration per
+/// nonzero bin, instead of a step per bin (a small leaf has few nonzero
+/// bins among up to 255).
+#[inline(always)]
+fn nonzero_bins(h: &[f64], last: usize, out: &mut [u8; 264], simd: bool) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if simd {
+        // SAFETY: `simd` is only set in the copy compiled for AVX2, which
+        // runs only where the CPU has it.
+        return unsafe { nonzero_bins_avx2(h, last, out) };
+    }
+    let _ = simd;
+    nonzero_bins_from(h, 0, last, out, 0)
+}
+
+/// [`nonzero_bins`] from bin `from` on, one bin a step, the first `k`
+/// entries of `out` already written.
+#[inline(always)]
+fn nonzero_bins_from(
+    h: &[f64],
+    from: usize,
+    last: usize,
+    out: &mut [u8; 264],
+    mut k: usize,
+) -> usize {
+    for t in from..last {
+        out[k] = t as u8;
+        k += usize::from((h[STRIDE * t] != 0.0) | (h[STRIDE * t + 1] != 0.0) | (t == 0));
+    }
+    k
+}
+
+/// For each 8-bit mask, the positions of its set bits in ascending order,
+/// one per byte (little-endian), the rest zero.
+const SET_BITS: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut m = 0;
+    while m < 256 {
+        let (mut v, mut k, mut b) = (0u64, 0, 0);
+        while b < 8 {
+            if m & (1 << b) != 0 {
+                v |= (b as u64) << (8 * k);
+                k += 1;
+            }
+            b += 1;
+        }
+        t[m] = v;
+        m += 1;
+    }
+    t
+};
+
+/// [`nonzero_bins`] with AVX2: `h` holds (gradient, hessian) pairs, so four
+/// `f64` lanes are two bins and a 16-bit compare mask eight bins.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn nonzero_bins_avx2(h: &[f64], last: usize, out: &mut [u8; 264]) -> usize {
+    use std::arch::x86_64::*;
+    const _: () = assert!(STRIDE == 2);
+    assert!(h.len() >= STRIDE * last && last <= 256);
+    let zero = _mm256_setzero_pd();
+    let p = h.as_ptr();
+    let mut k = 0;
+    let mut base = 0;
+    while base + 8 <= last {
+        let mut m = 0u32;
+        for q in 0..4 {
+            // SAFETY: bins base..base + 8 are inside `h` (asserted above).
+            let v = _mm256_loadu_pd(p.add(STRIDE * base + 4 * q));
+            // Unordered or not equal, as `!=`: NaN counts as nonzero.
+            let c = _mm256_cmp_pd::<_CMP_NEQ_UQ>(v, zero);
+            m |= (_mm256_movemask_pd(c) as u32) << (4 * q);
+        }
+        // Bit 2i: bin base + i has a nonzero gradient or hessian; then
+        // those eight bits side by side.
+        let mut bins = (m | (m >> 1)) & 0x5555;
+        bins = (bins | (bins >> 1)) & 0x3333;
+        bins = (bins | (bins >> 2)) & 0x0f0f;
+        bins = (bins | (bins >> 4)) & 0x00ff;
+        if base == 0 {
+            bins |= 1;
+        }
+        // All eight slots written, the first popcount kept: no branch on
+        // the mask (it is unpredictable).
+        let at = SET_BITS[bins as usize] + base as u64 * 0x0101_0101_0101_0101;
+        out[k..k + 8].copy_from_slice(&at.to_le_bytes());
+        k += bins.count_ones() as usize;
+        base += 8;
+    }
+    nonzero_bins_from(h, base, last, out, k)
 }
 
 #[cfg(test)]
@@ -467,7 +562,7 @@ mod tests {
             let features: Vec<usize> = (0..d).step_by(1 + (case as usize / 9) % 2).collect();
             let want = naive_best(&hist, &data, &features, total, &r);
             for got in [
-                best_split_impl(&hist, &data, &features, total, &r),
+                best_split_impl(&hist, &data, &features, total, &r, false),
                 best_split(&hist, &data, &features, total, &r),
             ] {
                 let got = got.map(|s| (s.feature, s.bin, s.default_left, s.gain));
@@ -485,6 +580,42 @@ mod tests {
                     (a, b) => assert_eq!(a.is_some(), b.is_some(), "case {case}"),
                 }
             }
+        }
+    }
+
+    #[test]
+    fn both_copies_list_the_same_nonzero_bins() {
+        // Random slices of up to 256 bins, mostly empty, with NaN, -0.0
+        // (zero) and values in the gradient or the hessian only; every
+        // `last`, including ones that end inside an eight-bin step.
+        let mut next = xorshift(0x1234_5678_9abc_def1);
+        for case in 0..2000 {
+            let bins = 1 + (next() % 256) as usize;
+            let mut h = vec![0.0f64; STRIDE * bins];
+            for v in h.iter_mut() {
+                *v = match next() % 16 {
+                    0 => 1.5,
+                    1 => f64::NAN,
+                    2 => -0.0,
+                    3 => -2.0e-300,
+                    _ => 0.0,
+                };
+            }
+            let last = (next() % (bins as u64 + 1)) as usize;
+            let (mut a, mut b) = ([0u8; 264], [0u8; 264]);
+            let ka = nonzero_bins(&h, last, &mut a, false);
+            let want: Vec<u8> = (0..last)
+                .filter(|&t| t == 0 || h[2 * t] != 0.0 || h[2 * t + 1] != 0.0)
+                .map(|t| t as u8)
+                .collect();
+            assert_eq!(&a[..ka], &want[..], "case {case}");
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2.
+                let kb = unsafe { nonzero_bins_avx2(&h, last, &mut b) };
+                assert_eq!(&b[..kb], &want[..], "case {case}");
+            }
+            let _ = &mut b;
         }
     }
 
