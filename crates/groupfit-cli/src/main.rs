@@ -297,6 +297,17 @@ fn explain(a: ExplainArgs) -> Result<()> {
         c.date,
         c.cache_file.as_deref().unwrap_or("not cached")
     ));
+    if let Some(b) = &c.by_size {
+        let at: Vec<String> = b
+            .points
+            .iter()
+            .map(|(r, ns)| format!("{ns:.2} at {} rows", fmt_int(*r)))
+            .collect();
+        emit(&format!(
+            "whole passes by group size (ns per unit-row; pilot run, in between by the logarithm of the size): {}",
+            at.join(", ")
+        ));
+    }
     emit(if e.whole_run {
         "estimated rest of the run (every unit active, all its steps left):"
     } else {

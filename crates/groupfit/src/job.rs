@@ -444,6 +444,9 @@ pub struct Calibration {
     pub stage_us: f64,
     /// Nanoseconds to combine one statistic (micro-benchmark).
     pub combine_ns: f64,
+    /// Where the family prices a whole group's pass by its size (gbdt), the
+    /// two group sizes timed and their nanoseconds per unit-row (pilot run).
+    pub by_size: Option<crate::plan::SizeCurve>,
 }
 
 /// A group cut over several workers.
@@ -557,6 +560,7 @@ fn explain_output(
             shard_us: e.cost.shard_us,
             stage_us: e.cost.stage_us,
             combine_ns: e.cost.combine_ns,
+            by_size: e.cost.by_size,
         },
         strategies: e
             .strategies

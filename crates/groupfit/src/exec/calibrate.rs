@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::{active_units, PassFamily, SpinBarrier};
-use crate::plan::CostModel;
+use crate::plan::{CostModel, SizeCurve};
 
 /// Machine constants of the cost model, as measured and cached.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -219,6 +219,7 @@ pub fn cost_model<F: PassFamily>(
         .max_by_key(|&g| (rows[g].len(), std::cmp::Reverse(g)));
     let (mut row_unit_ns, mut heavy_unit_ns, mut shard_us, mut apply_unit_us) =
         (1.0, 0.0, 1.0, 1.0);
+    let mut by_size = None;
     if let Some(g) = pick {
         let units = groups[g].read().unwrap();
         let real = active_units(family, &units);
@@ -293,6 +294,7 @@ pub fn cost_model<F: PassFamily>(
             // Without copies to update, price the update as reading its
             // statistics twice.
             .unwrap_or(2.0 * len as f64 * m.combine_ns * 1e-3);
+        by_size = size_curve(family, groups, rows, g, &mut scratch);
     }
     (
         CostModel {
@@ -304,9 +306,66 @@ pub fn cost_model<F: PassFamily>(
             combine_ns: m.combine_ns,
             stats_len: len,
             unit_bytes: family.unit_bytes(),
+            by_size,
         },
         m,
     )
+}
+
+/// Nanoseconds per unit-row of a whole pass by group size, where the family
+/// times whole passes ([`PassFamily::time_whole_pass`]): one pass each of
+/// the median group (by count, of those with active units: the typical
+/// group), of the largest group with at most 1/64 of the largest one's rows,
+/// and of the largest group `large`. `None` without such a family, or with
+/// no group of at most 1/64 of the largest one's rows (group sizes too close
+/// for their costs to differ much).
+fn size_curve<F: PassFamily>(
+    family: &F,
+    groups: &[RwLock<Vec<F::Unit>>],
+    rows: &[std::ops::Range<usize>],
+    large: usize,
+    scratch: &mut F::Scratch,
+) -> Option<SizeCurve> {
+    let active = |g: usize| {
+        groups[g]
+            .read()
+            .unwrap()
+            .iter()
+            .filter(|x| family.is_active(x))
+            .count()
+    };
+    let n_large = rows[large].len();
+    let mut live: Vec<usize> = (0..groups.len())
+        .filter(|&a| !rows[a].is_empty() && active(a) > 0)
+        .collect();
+    let small = live
+        .iter()
+        .copied()
+        .filter(|&a| rows[a].len() <= n_large / 64)
+        .max_by_key(|&a| (rows[a].len(), std::cmp::Reverse(a)))?;
+    live.sort_by_key(|&a| (rows[a].len(), a));
+    let median = live[live.len() / 2];
+    let median = if rows[median].len() <= rows[small].len() {
+        median
+    } else {
+        small
+    };
+    // Each group is timed once (its pass is real progress).
+    let mut timed: Vec<(usize, f64)> = Vec::new();
+    let mut point = |g: usize| -> Option<(usize, f64)> {
+        if let Some(&(_, ns)) = timed.iter().find(|(t, _)| *t == g) {
+            return Some((rows[g].len(), ns));
+        }
+        let u = active(g).max(1) as f64;
+        let mut units = groups[g].write().unwrap();
+        let t = family.time_whole_pass(g, &mut units, rows[g].clone(), scratch)?;
+        let ns = t * 1e9 / (u * rows[g].len() as f64);
+        timed.push((g, ns));
+        Some((rows[g].len(), ns))
+    };
+    Some(SizeCurve {
+        points: [point(median)?, point(small)?, point(large)?],
+    })
 }
 
 /// Microseconds per unit of `apply_group` on copies of group `g`'s active

@@ -367,6 +367,30 @@ impl PassFamily for GbdtPass<'_> {
         }
     }
 
+    /// One round of each active booster of the whole group, as the pass
+    /// driver's next pass would run it.
+    fn time_whole_pass(
+        &self,
+        group: usize,
+        units: &mut [RwLock<Booster>],
+        rows: Range<usize>,
+        scratch: &mut StepScratch,
+    ) -> Option<f64> {
+        let view = self.layout.view(self.owner[group]);
+        let local = self.local(group, &rows);
+        if local.start != 0 || local.end != view.data.rows() {
+            return None;
+        }
+        let t = Instant::now();
+        for u in units.iter_mut() {
+            let b = u.get_mut().unwrap();
+            if !b.is_done() {
+                b.run_round(&view, scratch, None);
+            }
+        }
+        Some(t.elapsed().as_secs_f64())
+    }
+
     fn apply(
         &self,
         group: usize,

@@ -133,7 +133,10 @@ impl GroupLoad {
         } else {
             self.heavy.min(self.rows.len()) as f64 / self.rows.len() as f64
         };
-        self.steps.max(1) as f64 * self.units as f64 * (c.row_unit_ns + heavy * c.heavy_unit_ns)
+        let row = c
+            .by_size
+            .map_or(c.row_unit_ns, |curve| curve.at(self.rows.len()));
+        self.steps.max(1) as f64 * self.units as f64 * (row + heavy * c.heavy_unit_ns)
     }
 
     /// Nanoseconds of the group's pass that do not grow with its rows: one
@@ -175,6 +178,43 @@ pub struct CostModel {
     pub stats_len: usize,
     /// Bytes of state per unit between passes.
     pub unit_bytes: usize,
+    /// Where a whole group's pass costs more per row the more rows it has
+    /// (the gbdt family: a whole booster grows a tree per pass, and a large
+    /// one's rows do not stay in cache), the cost per unit-row of a whole
+    /// group's pass by group size, used instead of `row_unit_ns`; `None`:
+    /// every row costs `row_unit_ns` (see `PassFamily::cost_by_size`).
+    #[serde(default)]
+    pub by_size: Option<SizeCurve>,
+}
+
+/// Nanoseconds per unit-row of a whole group's pass, timed at three group
+/// sizes (ascending; two may be the same) and interpolated in the logarithm
+/// of the size between them (constant outside).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SizeCurve {
+    /// (rows of the group timed, its nanoseconds per unit-row), by rows.
+    pub points: [(usize, f64); 3],
+}
+
+impl SizeCurve {
+    /// Nanoseconds per unit-row of a group of `rows` rows.
+    pub fn at(&self, rows: usize) -> f64 {
+        let p = &self.points;
+        if rows <= p[0].0 {
+            return p[0].1;
+        }
+        for w in p.windows(2) {
+            let ((ra, a), (rb, b)) = (w[0], w[1]);
+            if rows <= rb {
+                if rb <= ra {
+                    return b;
+                }
+                let f = (rows as f64 / ra as f64).ln() / (rb as f64 / ra as f64).ln();
+                return a + f * (b - a);
+            }
+        }
+        p[2].1
+    }
 }
 
 impl CostModel {
@@ -190,6 +230,7 @@ impl CostModel {
             combine_ns: 0.0,
             stats_len,
             unit_bytes,
+            by_size: None,
         }
     }
 }
@@ -644,6 +685,39 @@ mod tests {
     }
 
     #[test]
+    fn size_curve_interpolates_in_the_log_of_the_size() {
+        let c = SizeCurve {
+            points: [(100, 500.0), (10_000, 100.0), (1_000_000, 60.0)],
+        };
+        // Constant outside the points, the points themselves, and half way
+        // in the logarithm: 1,000 rows is half way from 100 to 10,000.
+        assert_eq!(c.at(1), 500.0);
+        assert_eq!(c.at(100), 500.0);
+        assert!((c.at(1_000) - 300.0).abs() < 1e-9);
+        assert_eq!(c.at(10_000), 100.0);
+        assert!((c.at(100_000) - 80.0).abs() < 1e-9);
+        assert_eq!(c.at(5_000_000), 60.0);
+        // Two points at the same size (the median group is the small one).
+        let d = SizeCurve {
+            points: [(100, 500.0), (100, 500.0), (10_000, 100.0)],
+        };
+        assert_eq!(d.at(100), 500.0);
+        assert!((d.at(1_000) - 300.0).abs() < 1e-9);
+        // A group priced by the curve: rows times units times its rate.
+        let cost = CostModel {
+            by_size: Some(c),
+            ..CostModel::uncalibrated(1, 8)
+        };
+        let load = GroupLoad {
+            rows: 0..1_000,
+            units: 2,
+            heavy: 0,
+            steps: 1,
+        };
+        assert!((load.cost(&cost) - 1_000.0 * 2.0 * 300.0).abs() < 1e-6);
+    }
+
+    #[test]
     fn a_group_with_many_steps_left_gets_a_worker_of_its_own() {
         // One batch of 256 rows with 100 steps left beside 300 groups of
         // 40 rows with 2: per pass the batch is 2% of the rows, over the
@@ -724,6 +798,7 @@ mod tests {
         combine_ns: 0.0,
         stats_len: 10,
         unit_bytes: 100,
+        by_size: None,
     };
 
     #[test]
@@ -788,6 +863,7 @@ mod tests {
         combine_ns: 1.0,
         stats_len: 10,
         unit_bytes: 100,
+        by_size: None,
     };
 
     #[test]
