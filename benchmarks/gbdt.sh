@@ -21,7 +21,14 @@
 # histogram building 41% of the passes' thread time; at 1fffed6: 35.3 s vs
 # 88.9 s = 2.5x, 26.4 s = 3.4x without it, same log-loss, flights -0.17% in
 # 4.2 s vs 7.1 s, histogram building 36%; the split search was 44% of
-# `perf` samples in a 20-round --no-global run).
+# `perf` samples in a 20-round --no-global run; at a9bcbc5, a small leaf's
+# nonzero bins listed 8 at a time: 33.1 s vs 92.3 s = 2.8x, 24.0 s = 3.8x
+# without it, same log-loss, flights -0.17% in 3.7 s vs 7.2 s, histogram
+# building 37%; a 20-round --no-global run 5.63 -> 5.39 s, alternated runs;
+# at 8e6414e, boosters placed by their round's cost by group size: 32.5 s
+# vs 91.4 s = 2.8x, 24.2 s = 3.8x without it (this grid's four global
+# boosters already balanced the two workers), flights 3.9 s vs 7.2 s,
+# histogram building 39%).
 # 2026-12-04, 2-core AMD EPYC VM, `SYSTEMS=lightgbm-joblib FLIGHTS=1
 # REPEATS=1` at 455c9d2 (one run): groupfit 38.8 s wall against
 # lightgbm-joblib 100.8 s (2.6x; 2.4x at c9248f7, before the split search's

@@ -13,9 +13,9 @@
 # 8a017ad, 1.42x and 1.26x in the latest runs), not for linear (2.21x,
 # 2.29x, 2.29x) or MLP (1.92x wall and 1.46x train time at 8a017ad; 1.87x /
 # 1.65x and 2.10x / 1.87x in the latest runs); `auto` within 10% of the best
-# fixed strategy holds for every family and regime within the VM's noise,
-# except GBDT zipf1000 in the latest run (1.208, below: the cost model
-# cannot tell tp, fused and hybrid apart there) (on
+# fixed strategy holds for every family and regime within the VM's noise
+# (GBDT zipf1000 missed it at 1fffed6, 1.208, below, until 8e6414e priced
+# a booster's round by its group's size) (on
 # this VM a single run of the same binary varies by up to 2x when fresh
 # memory is slow to fault in, e.g. the MLP layout's 100 MB takes 0.11 to
 # 1.3 s: take the best of several repeats, and compare `auto ran` and
@@ -79,6 +79,18 @@
 #           work, and the other worker idles while it finishes. Hybrid cut
 #           that booster over both workers in this
 #           run and not in the run before (3.43 s, auto/best 1.043).
+#   gbdt again at 8e6414e (`REPEATS=3 FAMILIES=gbdt`; a whole booster's
+#           round priced per row by its group's size, from one real round
+#           each of the median group (828 rows: ~570 ns a row), a small
+#           one (11,433 rows: ~125) and the largest (the global model's
+#           800k rows: ~60); the global booster's round is cheaper per row
+#           than the small ones', so the blind spot above was the small
+#           boosters' cost, not the global one's): auto/best 0.968 / 1.009
+#           / 1.031 (auto ran tp, fused, dp); zipf1000 tp 2.85 s wall, was
+#           3.3-3.6 s (LPT now balances the workers: passes 1.85 s, were
+#           2.35 s); explain's zipf1000 estimate 102 ms a pass of the
+#           largest class against ~80 ms measured (was 15 ms); scaling
+#           1.24x (2.279 s / 1.836 s).
 # Linear: in a traced tiny20000 run ~0.23 s is the per-group standardised
 # layout (first-touch page faults of this VM included) and ~0.47 s the
 # Newton iterations (0.12 s for skewed4), where 80,004 units each sum a
