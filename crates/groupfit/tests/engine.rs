@@ -1394,6 +1394,50 @@ fn gbdt_strategies_and_threads_agree(task: Task) {
     }
 }
 
+/// The planner's pilot runs one real round of three boosters (the median
+/// group's, a small one's, the largest one's) to price rounds by group size:
+/// with groups in the largest one's histogram class and at most 1/64 of its
+/// rows, the curve is measured (explain shows it), and the models equal a
+/// one-thread run's, which has no pilot.
+#[test]
+fn gbdt_pilot_rounds_price_by_size_and_change_no_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let sizes = [60_000, 900, 850, 800];
+    let task = Task::Binary;
+    let table = with_nans(Table::synth(&sizes, 3, task, 7));
+    let vtable = Table::synth(&sizes, 3, task, 8);
+    let all = table.write(&dir.path().join("all.parquet"));
+    let vall = vtable.write(&dir.path().join("vall.parquet"));
+    let params = &["rounds=6", "num_leaves=7", "early_stopping_rounds=2"];
+    let spec = TrainSpec {
+        params: params.iter().map(|s| s.to_string()).collect(),
+        model: "gbdt".into(),
+        strategy: Strategy::Auto,
+        threads: 2,
+        valid: Some(vall.clone()),
+        min_rows: 1,
+        task: Some(task),
+        ..TrainSpec::new(&all, vec!["g".into()], "y")
+    };
+    let e = groupfit::job::explain(&spec).unwrap();
+    let curve = e.calibration.by_size.expect("a size curve for gbdt");
+    let rows: Vec<usize> = curve.points.iter().map(|p| p.0).collect();
+    assert!(rows[0] <= rows[1] && rows[1] * 64 <= rows[2], "{rows:?}");
+    assert!(curve.points.iter().all(|p| p.1 > 0.0), "{curve:?}");
+    let reference = gbdt_models(&fit_gbdt(&all, &vall, task, Strategy::Tp, 1, params).bundle);
+    for strategy in [
+        Strategy::Auto,
+        Strategy::Tp,
+        Strategy::Fused,
+        Strategy::Hybrid,
+    ] {
+        let ms = gbdt_models(&fit_gbdt(&all, &vall, task, strategy, 2, params).bundle);
+        for (k, m) in &reference {
+            assert_trees_close(m, &ms[k], 1e-9, &format!("{strategy:?} x 2, group {k}"));
+        }
+    }
+}
+
 #[test]
 fn gbdt_strategies_and_threads_agree_binary() {
     gbdt_strategies_and_threads_agree(Task::Binary);
