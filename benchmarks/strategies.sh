@@ -10,8 +10,8 @@
 # next to the results.
 #
 # Status: the scaling headline (<= 1.5x) is met for GBDT (1.19x at
-# 8a017ad, 1.42x and 1.26x in the latest runs), not for linear (2.21x,
-# 2.29x, 2.29x) or MLP (1.92x wall and 1.46x train time at 8a017ad; 1.87x /
+# 8a017ad, 1.42x, 1.26x and 1.30x in the latest runs), not for linear (2.21x,
+# 2.29x, 2.29x, 2.38x) or MLP (1.92x wall and 1.46x train time at 8a017ad; 1.87x /
 # 1.65x and 2.10x / 1.87x in the latest runs); `auto` within 10% of the best
 # fixed strategy holds for every family and regime within the VM's noise
 # (GBDT zipf1000 missed it at 1fffed6, 1.208, below, until 8e6414e priced
@@ -91,6 +91,10 @@
 #           2.35 s); explain's zipf1000 estimate 102 ms a pass of the
 #           largest class against ~80 ms measured (was 15 ms); scaling
 #           1.24x (2.279 s / 1.836 s).
+#   all families at 06dbd16 (`REPEATS=3`): auto/best linear 1.013 / 1.019
+#           / 1.047, gbdt 1.034 / 1.012 / 0.960, mlp 0.967 / 0.979 / 0.969;
+#           scaling linear 2.38x (0.896 s / 0.376 s), gbdt 1.30x (2.436 s /
+#           1.870 s), mlp 1.97x wall (0.912 s / 0.463 s), 1.78x train time.
 # Linear: in a traced tiny20000 run ~0.23 s is the per-group standardised
 # layout (first-touch page faults of this VM included) and ~0.47 s the
 # Newton iterations (0.12 s for skewed4), where 80,004 units each sum a
