@@ -12,7 +12,7 @@
 # Status: the scaling headline (<= 1.5x) is met for GBDT (1.19x at
 # 8a017ad, 1.42x, 1.26x and 1.30x in the latest runs), not for linear (2.21x,
 # 2.29x, 2.29x, 2.38x) or MLP (1.92x wall and 1.46x train time at 8a017ad; 1.87x /
-# 1.65x and 2.10x / 1.87x in the latest runs); `auto` within 10% of the best
+# 1.65x, 2.10x / 1.87x and 1.97x / 1.78x in the latest runs); `auto` within 10% of the best
 # fixed strategy holds for every family and regime within the VM's noise
 # (GBDT zipf1000 missed it at 1fffed6, 1.208, below, until 8e6414e priced
 # a booster's round by its group's size) (on

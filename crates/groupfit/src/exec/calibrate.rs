@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::{active_units, PassFamily, SpinBarrier};
+use super::{active_units, count_active, PassFamily, SpinBarrier};
 use crate::plan::{CostModel, SizeCurve};
 
 /// Machine constants of the cost model, as measured and cached.
@@ -326,14 +326,7 @@ fn size_curve<F: PassFamily>(
     large: usize,
     scratch: &mut F::Scratch,
 ) -> Option<SizeCurve> {
-    let active = |g: usize| {
-        groups[g]
-            .read()
-            .unwrap()
-            .iter()
-            .filter(|x| family.is_active(x))
-            .count()
-    };
+    let active = |g: usize| count_active(family, &groups[g]);
     let n_large = rows[large].len();
     let mut live: Vec<usize> = (0..groups.len())
         .filter(|&a| !rows[a].is_empty() && active(a) > 0)
