@@ -445,7 +445,8 @@ pub struct Calibration {
     /// Nanoseconds to combine one statistic (micro-benchmark).
     pub combine_ns: f64,
     /// Where the family prices a whole group's pass by its size (gbdt), the
-    /// two group sizes timed and their nanoseconds per unit-row (pilot run).
+    /// three group sizes timed and their nanoseconds per unit-row (pilot
+    /// run; JSON `{"points": [[rows, ns], ...]}`).
     pub by_size: Option<crate::plan::SizeCurve>,
 }
 
