@@ -117,3 +117,24 @@ def test_every_family_explains(gf, tmp_path, cache_dir, model, params):
     assert e["auto"] == auto_rule(e)
     for s in e["strategies"]:
         assert s["pass_s"] > 0 and s["state_bytes"] > 0
+
+
+def test_gbdt_prices_a_booster_round_by_group_size(gf, tmp_path, cache_dir):
+    # Small groups in the largest one's histogram class, with at most 1/64
+    # of its rows: the pilot times one round each of the median group, the
+    # largest small one and the largest (the global model), and explain
+    # shows the curve, in JSON and in text. The linear family has none.
+    sizes = {"big": 60000, "s0": 900, "s1": 850, "s2": 800}
+    cols, _ = make_grouped(seed=9, sizes=sizes, d=3)
+    data = gf.write_parquet(tmp_path / "t.parquet", cols)
+    args = ["--model", "gbdt", "--threads", "2", "--param", "rounds=3"]
+    e = explain_json(gf, data, *args)
+    points = e["calibration"]["by_size"]["points"]
+    rows = [r for r, _ in points]
+    assert len(points) == 3 and rows == sorted(rows)
+    assert rows[1] * 64 <= rows[2] == e["rows_train"]  # the global model: every training row
+    assert all(ns > 0 for _, ns in points)
+    text = gf.ok("explain", "--data", data, "--by", "g", "--target", "y", *args)
+    assert "whole passes by group size" in text
+    lin = explain_json(gf, data, "--threads", "2")
+    assert lin["calibration"]["by_size"] is None
