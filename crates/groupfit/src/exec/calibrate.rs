@@ -343,21 +343,22 @@ fn size_curve<F: PassFamily>(
     } else {
         small
     };
-    // Each group is timed once (its pass is real progress).
-    let mut timed: Vec<(usize, f64)> = Vec::new();
     let mut point = |g: usize| -> Option<(usize, f64)> {
-        if let Some(&(_, ns)) = timed.iter().find(|(t, _)| *t == g) {
-            return Some((rows[g].len(), ns));
-        }
         let u = active(g).max(1) as f64;
         let mut units = groups[g].write().unwrap();
         let t = family.time_whole_pass(g, &mut units, rows[g].clone(), scratch)?;
-        let ns = t * 1e9 / (u * rows[g].len() as f64);
-        timed.push((g, ns));
-        Some((rows[g].len(), ns))
+        Some((rows[g].len(), t * 1e9 / (u * rows[g].len() as f64)))
+    };
+    // Each group is timed once (its pass is real progress): the median
+    // group may be the small one, never the largest.
+    let small_at = point(small)?;
+    let median_at = if median == small {
+        small_at
+    } else {
+        point(median)?
     };
     Some(SizeCurve {
-        points: [point(median)?, point(small)?, point(large)?],
+        points: [median_at, small_at, point(large)?],
     })
 }
 

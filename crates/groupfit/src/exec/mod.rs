@@ -92,13 +92,12 @@ pub trait PassFamily: Sync {
     fn whole_steps(&self) -> usize {
         1
     }
-    /// Where a whole group's pass costs more per row the more rows the
-    /// group has (a gbdt booster's round: a large group's rows do not stay
-    /// in cache, its trees grow deeper), runs the next whole pass of the
-    /// active units among `units` (all of `group`'s units; `rows` all of its
-    /// rows) and returns its seconds. The planner times the largest group
-    /// and a small one this way and prices rows by group size
-    /// ([`CostModel::by_size`]). The pass is real progress, not repeated:
+    /// Where a whole group's pass costs per row what its group's size makes
+    /// it (a gbdt booster's round: split searches and per-leaf work weigh
+    /// on a small group's few rows), runs the next whole pass of the active
+    /// units among `units` (all of `group`'s units; `rows` all of its rows)
+    /// and returns its seconds. The planner times three groups of different
+    /// sizes this way and prices rows by group size ([`CostModel::by_size`]). The pass is real progress, not repeated:
     /// the units end where the pass driver's next pass would take them.
     /// `None` (the default): a row costs the same in every group.
     fn time_whole_pass(

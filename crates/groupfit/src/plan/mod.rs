@@ -178,11 +178,12 @@ pub struct CostModel {
     pub stats_len: usize,
     /// Bytes of state per unit between passes.
     pub unit_bytes: usize,
-    /// Where a whole group's pass costs more per row the more rows it has
-    /// (the gbdt family: a whole booster grows a tree per pass, and a large
-    /// one's rows do not stay in cache), the cost per unit-row of a whole
-    /// group's pass by group size, used instead of `row_unit_ns`; `None`:
-    /// every row costs `row_unit_ns` (see `PassFamily::cost_by_size`).
+    /// Where a whole group's pass costs per row what its group's size
+    /// makes it (the gbdt family: a whole booster grows a tree per pass,
+    /// and a small group's split searches and per-leaf work weigh on few
+    /// rows), the cost per unit-row by group size, used instead of
+    /// `row_unit_ns`; `None`: every row costs `row_unit_ns` (see
+    /// `PassFamily::time_whole_pass`).
     #[serde(default)]
     pub by_size: Option<SizeCurve>,
 }
