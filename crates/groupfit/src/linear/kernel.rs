@@ -258,15 +258,19 @@ fn accumulate_impl<'a>(
             if binary {
                 h[d * p + d] += chsum;
                 syrk_upper(&s.bt, wd, dp, &mut s.hc);
+                // Row by row as slices: no bounds check per element, and
+                // the conversion and add vectorise.
                 for j in 0..d {
-                    for k in j..d {
-                        h[j * p + k] += s.hc[j * dp + k] as f64;
+                    let row = &mut h[j * p + j..j * p + d];
+                    for (a, &b) in row.iter_mut().zip(&s.hc[j * dp + j..j * dp + d]) {
+                        *a += b as f64;
                     }
                 }
             } else {
                 for j in 0..d {
-                    for k in j..d {
-                        h[j * p + k] += c * s.hc[j * dp + k] as f64;
+                    let row = &mut h[j * p + j..j * p + d];
+                    for (a, &b) in row.iter_mut().zip(&s.hc[j * dp + j..j * dp + d]) {
+                        *a += c * b as f64;
                     }
                     h[j * p + d] += c * s.colsum[j];
                 }
