@@ -194,36 +194,40 @@ fn has_avx512_listing() -> bool {
         && std::arch::is_x86_feature_detected!("sse4.1")
 }
 
-/// [`best_split_impl`] compiled for AVX2 (SSE4.1's rounding instruction for
-/// `floor`, which is a libm call on the baseline target, and wider
-/// registers). Rust never fuses a multiply and an add on its own, so the
-/// results are those of the baseline copy, bit for bit.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,sse4.1")]
-unsafe fn best_split_avx2(
-    hist: &[f64],
-    data: &BinnedGroup<'_>,
-    features: &[usize],
-    total: Sums,
-    rules: &Rules,
-) -> Option<Split> {
-    best_split_impl(hist, data, features, total, rules, Listing::Avx2)
+/// A copy of [`best_split_impl`] compiled for a set of CPU features, with
+/// the listing of nonzero bins those features allow. Rust never fuses a
+/// multiply and an add on its own, so every copy's results are the
+/// baseline's, bit for bit.
+macro_rules! split_copy {
+    ($(#[$doc:meta])* $name:ident, $features:literal, $listing:expr) => {
+        $(#[$doc])*
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        unsafe fn $name(
+            hist: &[f64],
+            data: &BinnedGroup<'_>,
+            features: &[usize],
+            total: Sums,
+            rules: &Rules,
+        ) -> Option<Split> {
+            best_split_impl(hist, data, features, total, rules, $listing)
+        }
+    };
 }
 
-/// [`best_split_impl`] compiled for AVX-512 (with VBMI2's byte compress
-/// for [`nonzero_bins`]); as with the AVX2 copy, the arithmetic is the
-/// baseline's, bit for bit.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,sse4.1,avx512f,avx512bw,avx512vl,avx512vbmi2,bmi2,popcnt")]
-unsafe fn best_split_avx512(
-    hist: &[f64],
-    data: &BinnedGroup<'_>,
-    features: &[usize],
-    total: Sums,
-    rules: &Rules,
-) -> Option<Split> {
-    best_split_impl(hist, data, features, total, rules, Listing::Avx512)
-}
+split_copy!(
+    /// AVX2 (SSE4.1's rounding instruction for `floor`, which is a libm
+    /// call on the baseline target, and wider registers).
+    best_split_avx2,
+    "avx2,sse4.1",
+    Listing::Avx2
+);
+split_copy!(
+    /// AVX-512, with VBMI2's byte compress for [`nonzero_bins`].
+    best_split_avx512,
+    "avx2,sse4.1,avx512f,avx512bw,avx512vl,avx512vbmi2,bmi2,popcnt",
+    Listing::Avx512
+);
 
 /// Running sums of gradient, hessian and estimated rows of one feature's
 /// thresholds, in the order they are tried.
