@@ -182,9 +182,16 @@ enum Listing {
     Avx512,
 }
 
-/// Whether the CPU has what [`best_split_avx512`] is compiled for.
+/// Whether the CPU has what [`best_split_avx512`] is compiled for
+/// (detected once: every split search asks).
 #[cfg(target_arch = "x86_64")]
 fn has_avx512_listing() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(detect_avx512_listing)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn detect_avx512_listing() -> bool {
     std::arch::is_x86_feature_detected!("avx512f")
         && std::arch::is_x86_feature_detected!("avx512bw")
         && std::arch::is_x86_feature_detected!("avx512vl")
