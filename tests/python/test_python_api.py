@@ -278,3 +278,25 @@ def test_grouped_estimator_is_sklearn_compatible(tables):
         reg.predict_proba(Xr)
     with pytest.raises(ValueError, match="rows"):
         gf.GroupedEstimator(by="g").fit(Xr, cols["y"][:-1])
+
+
+def test_gbdt_with_a_tiny_group_beside_a_large_one_trains_on_two_threads():
+    # The 20-row group is alone in its histogram class; the planner's pilot
+    # ends its boosters (two rounds) before the passes run. This once raised
+    # pyo3_runtime.PanicException.
+    rng = np.random.default_rng(0)
+    sizes = {"big": 5000, "tiny": 20}
+    g = np.repeat(list(sizes), list(sizes.values()))
+    x = rng.normal(size=len(g))
+    y = (x + rng.normal(size=len(g)) > 0).astype(np.float64)
+    t = pa.table({"g": g, "x": x, "y": y})
+    models = {
+        strategy: gf.fit(t, by="g", target="y", model="gbdt", params={"rounds": [2]},
+                         threads=2, strategy=strategy)
+        for strategy in ["auto", "tp", "dp", "fused", "hybrid"]
+    }
+    one = gf.fit(t, by="g", target="y", model="gbdt", params={"rounds": [2]}, threads=1)
+    want = one.predict(t)
+    assert np.isfinite(want).all()
+    for strategy, m in models.items():
+        np.testing.assert_allclose(m.predict(t), want, rtol=1e-12, err_msg=strategy)

@@ -1438,6 +1438,40 @@ fn gbdt_pilot_rounds_price_by_size_and_change_no_model() {
     }
 }
 
+/// A group of at most 32 rows, alone in its histogram class, is a whole
+/// pilot block: the planner's pilot runs its boosters' real rounds, and with
+/// few rounds they end there. The passes then skip them (this once panicked on a booster
+/// whose state had been freed), and the models equal a one-thread run's.
+#[test]
+fn gbdt_boosters_ended_by_the_pilot_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let sizes = [5000, 30];
+    let task = Task::Binary;
+    let table = Table::synth(&sizes, 3, task, 9);
+    let vtable = Table::synth(&sizes, 3, task, 10);
+    let all = table.write(&dir.path().join("all.parquet"));
+    let vall = vtable.write(&dir.path().join("vall.parquet"));
+    let params = &["rounds=2", "num_leaves=4", "min_data_in_leaf=5"];
+    let reference = fit_gbdt(&all, &vall, task, Strategy::Tp, 1, params).bundle;
+    assert!(
+        reference.groups.iter().all(|g| g.iterations == 2),
+        "both groups boost their two rounds"
+    );
+    let reference = gbdt_models(&reference);
+    for strategy in [
+        Strategy::Auto,
+        Strategy::Tp,
+        Strategy::Dp,
+        Strategy::Fused,
+        Strategy::Hybrid,
+    ] {
+        let ms = gbdt_models(&fit_gbdt(&all, &vall, task, strategy, 2, params).bundle);
+        for (k, m) in &reference {
+            assert_trees_close(m, &ms[k], 1e-9, &format!("{strategy:?} x 2, group {k}"));
+        }
+    }
+}
+
 #[test]
 fn gbdt_strategies_and_threads_agree_binary() {
     gbdt_strategies_and_threads_agree(Task::Binary);

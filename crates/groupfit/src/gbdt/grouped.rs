@@ -337,6 +337,11 @@ impl PassFamily for GbdtPass<'_> {
             let mut ns = 0u64;
             for (_, u) in units {
                 let mut b = u.write().unwrap();
+                // The planner's pilot runs real rounds of small groups'
+                // boosters: one may end there, before the passes list it.
+                if b.is_done() {
+                    continue;
+                }
                 b.run_round(&view, scratch, tracing.then_some(&mut ns));
                 b.ran_round = true;
             }
@@ -351,6 +356,9 @@ impl PassFamily for GbdtPass<'_> {
             let hl = view.data.hist_len();
             for (i, (_, u)) in units.iter().enumerate() {
                 let b = u.read().unwrap();
+                if b.is_done() {
+                    continue;
+                }
                 b.build(&view, local.clone(), &mut out[i * len..i * len + hl]);
             }
             if let Some(t) = t {
@@ -400,7 +408,7 @@ impl PassFamily for GbdtPass<'_> {
         scratch: &mut StepScratch,
     ) {
         let b = unit.get_mut().unwrap();
-        if b.ran_round {
+        if b.ran_round || b.is_done() {
             b.ran_round = false;
             return;
         }
