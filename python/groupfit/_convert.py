@@ -51,6 +51,8 @@ def grid_specs(params: Mapping[str, Any] | None) -> list[str]:
                 values = values.tolist()
             if not isinstance(values, list):
                 values = [values]
+        if not values:
+            raise ValueError(f"params[{name!r}]: an empty list of values")
         specs.append(f"{name}=" + ",".join(_num(v) for v in values))
     return specs
 
@@ -58,6 +60,11 @@ def grid_specs(params: Mapping[str, Any] | None) -> list[str]:
 def _num(v: Any) -> str:
     if isinstance(v, bool):
         raise TypeError(f"grid values must be numbers, got {v!r}")
+    if isinstance(v, str):
+        # A word value (optimizer="sgd", layers="64x32"): the engine checks it.
+        if "," in v:
+            raise ValueError(f"a grid value cannot contain ',': {v!r} (give a list of values)")
+        return v.strip()
     if isinstance(v, int):
         return str(v)
     if isinstance(v, float):

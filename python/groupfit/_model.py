@@ -146,14 +146,25 @@ def fit(
         target=target,
         valid=valid_source,
         valid_fraction=fraction,
-        features=None if features is None else [str(f) for f in features],
+        features=None if features is None else key_list(features),
         task=task,
         model=model,
         params=grid_specs(params),
-        min_rows=int(min_rows),
-        threads=int(threads),
-        seed=int(seed),
+        min_rows=_count("min_rows", min_rows),
+        threads=_count("threads", threads),
+        seed=_count("seed", seed),
         strategy=strategy,
         global_model=bool(global_model),
     )
     return resolve_runner(runner).fit(job)
+
+
+def _count(name: str, value: Any) -> int:
+    """``value`` as a non-negative integer that fits the engine's 64 bits."""
+    from groupfit.exceptions import ArgumentError
+
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}: expected an integer, got {type(value).__name__}")
+    if not 0 <= int(value) < 2**64:
+        raise ArgumentError(f"{name} must be a non-negative integer, got {value}")
+    return int(value)

@@ -11,8 +11,13 @@ from groupfit._convert import key_list, to_source
 
 try:  # scikit-learn is optional: without it the estimator still works.
     from sklearn.base import BaseEstimator as _Base
+    from sklearn.exceptions import NotFittedError
 except ImportError:  # pragma: no cover
     _Base = object
+
+    class NotFittedError(ValueError, AttributeError):
+        """Raised when predicting with an estimator not fitted yet (as
+        scikit-learn's ``NotFittedError``)."""
 
 _TARGET = "__groupfit_target__"
 
@@ -92,15 +97,16 @@ class GroupedEstimator(_Base):
             runner=self.runner,
         )
         self.task_ = self.model_.task
-        self.feature_names_in_ = np.asarray(self.model_.features, dtype=object)
-        self.n_features_in_ = len(self.model_.features)
+        # scikit-learn's meaning: the columns of X seen in fit (keys included).
+        self.feature_names_in_ = np.asarray(table.column_names[:-1], dtype=object)
+        self.n_features_in_ = len(self.feature_names_in_)
         if self.task_ == "binary":
             self.classes_ = np.array([0, 1])
         return self
 
     def _raw(self, X: Any) -> np.ndarray:
         if not hasattr(self, "model_"):
-            raise AttributeError("GroupedEstimator is not fitted yet; call fit(X, y) first")
+            raise NotFittedError("GroupedEstimator is not fitted yet; call fit(X, y) first")
         return self.model_.predict(_table(X))
 
     def predict(self, X: Any) -> np.ndarray:
@@ -112,15 +118,17 @@ class GroupedEstimator(_Base):
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities ``[P(0), P(1)]`` per row (binary only)."""
-        if getattr(self, "task_", None) != "binary":
+        if not hasattr(self, "model_"):
+            raise NotFittedError("GroupedEstimator is not fitted yet; call fit(X, y) first")
+        if self.task_ != "binary":
             raise AttributeError("predict_proba is only available for a binary task")
         p = self._raw(X)
         return np.column_stack([1.0 - p, p])
 
     def score(self, X: Any, y: Any) -> float:
         """Accuracy (binary) or R^2 (regression), as scikit-learn's mixins."""
-        yv = np.asarray(y, dtype=np.float64).reshape(-1)
         p = self.predict(X)
+        yv = np.asarray(y, dtype=np.float64).reshape(-1)
         if self.task_ == "binary":
             return float(np.mean(p == yv))
         ss = float(np.sum((yv - yv.mean()) ** 2))

@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 from groupfit import _native
 from groupfit._model import GroupedModel
+from groupfit.exceptions import ArgumentError
 
 
 class Runner:
@@ -69,7 +70,7 @@ class RayRunner(Runner):
         fault_hook: Any = None,
     ):
         if workers < 1:
-            raise ValueError("workers must be at least 1")
+            raise ArgumentError(f"RayRunner: workers must be at least 1, got {workers}")
         self.workers = int(workers)
         self.cpus_per_worker = int(cpus_per_worker)
         self.max_restarts = int(max_restarts)
@@ -88,15 +89,17 @@ RUNNERS = {"native": NativeRunner, "ray": RayRunner}
 
 def resolve_runner(runner: Any = None) -> Runner:
     """The runner for a ``runner=`` argument (see the module docs)."""
+    where = ""
     if runner is None:
         runner = os.environ.get("GROUPFIT_RUNNER") or "native"
+        where = " in GROUPFIT_RUNNER"
     if isinstance(runner, Runner):
         return runner
     if isinstance(runner, str):
         try:
             return RUNNERS[runner.strip().lower()]()
         except KeyError:
-            raise ValueError(
-                f"unknown runner '{runner}' (available: {', '.join(RUNNERS)})"
+            raise ArgumentError(
+                f"unknown runner '{runner}'{where} (available: {', '.join(RUNNERS)})"
             ) from None
     raise TypeError(f"runner: expected a name or a Runner, got {type(runner).__name__}")

@@ -185,8 +185,19 @@ def test_single_class_target(gf, tmp_path, outdir):
     cols = base_cols()
     cols["y"] = np.zeros(len(cols["y"]), dtype=np.int64)
     data = gf.write_parquet(tmp_path / "t.parquet", cols)
+    line = train_fails(gf, outdir, "--data", data, "--by", "g", "--target", "y", "--task", "binary",
+                       must_contain=["'y'", "one class"])
+    assert "held out" not in line
+
+
+def test_single_class_training_split_says_the_split_did_it(gf, tmp_path, outdir):
+    # Both classes in the file, but the 1% left for training has one.
+    cols = base_cols(n=400)
+    cols["y"] = (np.arange(400) % 50 == 0).astype(np.int64)
+    data = gf.write_parquet(tmp_path / "t.parquet", cols)
     train_fails(gf, outdir, "--data", data, "--by", "g", "--target", "y", "--task", "binary",
-                must_contain=["'y'", "one class"])
+                "--valid-fraction", "0.99",
+                must_contain=["'y'", "one class only (0) in its", "held out by --valid-fraction 0.99"])
 
 
 def test_non_binary_target_is_inferred_as_regression(gf, tmp_path):
@@ -209,6 +220,9 @@ def test_non_binary_target_is_inferred_as_regression(gf, tmp_path):
         ("C=0", ["'C'", "positive"]),
         ("max_iter=2.5", ["'max_iter'"]),
         ("C", ["'C'", "NAME=V1"]),
+        ("C=", ["'C'", "empty value"]),
+        ("layers=1x2x3x4", ["'layers'", "'1x2x3x4'", "1 to 3 layers"]),
+        ("optimizer=rmsprop", ["'optimizer'", "'rmsprop'", "adam or sgd"]),
     ],
 )
 def test_bad_param(gf, data, outdir, param, must):
@@ -246,6 +260,23 @@ def test_grid_without_validation_rows(gf, data, outdir):
                 "--param", "C=0.1,1", must_contain=["validation"])
 
 
+def test_early_stopping_without_validation_rows(gf, data, outdir):
+    train_fails(gf, outdir, "--data", data, "--by", "g", "--target", "y", "--valid-fraction", "0",
+                "--model", "gbdt", "--param", "early_stopping_rounds=5",
+                must_contain=["early_stopping_rounds", "validation"])
+
+
+@pytest.mark.parametrize("threads", ["1025", "100000"])
+def test_too_many_threads(gf, data, outdir, threads):
+    train_fails(gf, outdir, "--data", data, "--by", "g", "--target", "y", "--threads", threads,
+                must_contain=["--threads", "1024", threads])
+
+
+def test_target_that_is_also_a_key(gf, data, outdir):
+    train_fails(gf, outdir, "--data", data, "--by", "g,y", "--target", "y",
+                must_contain=["'y'", "key"])
+
+
 def test_min_rows_zero(gf, data, outdir):
     train_fails(gf, outdir, "--data", data, "--by", "g", "--target", "y", "--min-rows", "0",
                 must_contain=["--min-rows"])
@@ -266,6 +297,16 @@ def test_output_directory_missing(gf, data, tmp_path):
     rc, stdout, stderr = gf.run("train", "--data", data, "--by", "g", "--target", "y", "--out", out)
     assert_cli_error(rc, stderr, str(out))
     assert not out.parent.exists()
+
+
+def test_unwritable_output_is_reported_before_training(gf, data, tmp_path):
+    # The output is a directory: reported at once (no training summary, no
+    # temporary file left beside it).
+    rc, stdout, stderr = gf.run("train", "--data", data, "--by", "g", "--target", "y", "--model", "gbdt",
+                                "--out", tmp_path)
+    assert_cli_error(rc, stderr, str(tmp_path), "directory")
+    assert "trained" not in stderr
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
 
 
 # ---------------------------------------------------------------- model files

@@ -234,13 +234,26 @@ def test_table_errors(tmp_path):
         gf.load(tmp_path / "missing.gfm")
     with pytest.raises(TypeError, match="expected a Parquet path"):
         gf.fit([1, 2, 3], by="g", target="y")
-    with pytest.raises(ValueError, match="unknown runner 'spark'"):
+    with pytest.raises(gfe.ArgumentError, match=r"^unknown runner 'spark' \(available: native, ray\)$"):
         gf.fit(pa.table(base), by="g", target="y", runner="spark")
+    # integers the engine takes as unsigned: a clear error, not OverflowError
+    for kw, msg in [
+        (dict(threads=-1), "threads must be a non-negative integer, got -1"),
+        (dict(seed=-1), "seed must be a non-negative integer, got -1"),
+        (dict(min_rows=2**70), "min_rows must be a non-negative integer"),
+        (dict(threads=2**40), "--threads must be at most 1024"),
+    ]:
+        with pytest.raises(gfe.ArgumentError, match=msg):
+            gf.fit(pa.table(base), by="g", target="y", **kw)
+    with pytest.raises(gfe.ArgumentError, match="cannot be both a key"):
+        gf.fit(pa.table(base), by="y", target="y")
+    with pytest.raises(gfe.ParamError, match="'rmsprop' is not valid: expected adam or sgd"):
+        gf.fit(pa.table(base), by="g", target="y", model="mlp", params={"optimizer": ["rmsprop"]})
 
 
 def test_runner_from_environment(tables, monkeypatch):
     monkeypatch.setenv("GROUPFIT_RUNNER", "nosuch")
-    with pytest.raises(ValueError, match="unknown runner 'nosuch'"):
+    with pytest.raises(gfe.ArgumentError, match="unknown runner 'nosuch' in GROUPFIT_RUNNER"):
         gf.fit(tables[0], by="g", target="y")
     monkeypatch.setenv("GROUPFIT_RUNNER", "native")
     m = gf.fit(tables[0], by="g", target="y", runner=None)
@@ -260,7 +273,15 @@ def test_grouped_estimator_is_sklearn_compatible(tables):
     assert est.min_rows == 20
     c = clone(est)
     assert c.get_params() == est.get_params() and not hasattr(c, "model_")
+    from sklearn.exceptions import NotFittedError
+
+    for method in (c.predict, c.predict_proba):
+        with pytest.raises(NotFittedError, match="not fitted yet"):
+            method(X)
     est.fit(X, y)
+    # scikit-learn's meaning: the columns of X seen in fit, keys included
+    assert est.n_features_in_ == X.shape[1]
+    assert list(est.feature_names_in_) == list(X.columns)
     ref = gf.fit(train.rename_columns([*train.column_names[:-1], "__groupfit_target__"]), by="g",
                  target="__groupfit_target__", params=GRID, valid=0.2, seed=1, min_rows=20)
     Xv = valid.drop_columns(["y"]).to_pandas()
@@ -300,3 +321,49 @@ def test_gbdt_with_a_tiny_group_beside_a_large_one_trains_on_two_threads():
     assert np.isfinite(want).all()
     for strategy, m in models.items():
         np.testing.assert_allclose(m.predict(t), want, rtol=1e-12, err_msg=strategy)
+
+
+def test_convenient_argument_forms_match_the_explicit_ones(tables):
+    train, valid = tables
+    # one feature as a string is that feature, not its characters
+    a = gf.fit(train, by="g", target="y", features="f1")
+    b = gf.fit(train, by="g", target="y", features=["f1"])
+    assert a.features == ["f1"]
+    np.testing.assert_array_equal(a.predict(valid), b.predict(valid))
+    # word values of the MLP grid, as the CLI takes them
+    kw = dict(by="g", target="y", model="mlp", threads=1)
+    w = gf.fit(train, params={"optimizer": ["sgd"], "layers": ["8x4"], "epochs": [3]}, **kw)
+    s = gf.fit(train, params={"optimizer": "sgd", "layers": "8x4", "epochs": 3}, **kw)
+    assert w.summary["global_config"] == "optimizer=sgd,layers=8x4,epochs=3"
+    np.testing.assert_array_equal(w.predict(valid), s.predict(valid))
+    with pytest.raises(gfe.ParamError, match="'1x2x3x4' is not valid"):
+        gf.fit(train, params={"layers": ["1x2x3x4"]}, **kw)
+    with pytest.raises(ValueError, match="empty list"):
+        gf.fit(train, by="g", target="y", params={"C": []})
+
+
+def test_a_diverged_config_never_wins_over_a_finite_one():
+    # lr=1e5 with plain SGD overflows to NaN; listed first, it once won
+    # (NaN compares false) and every prediction was NaN.
+    cols, _ = make_grouped(3, {"a": 300, "b": 200}, d=3, task="regression")
+    t = pa.table(cols)
+    m = gf.fit(t, by="g", target="y", model="mlp", threads=1,
+               params={"lr": [1e5, 0.01], "optimizer": ["sgd"], "epochs": [5]})
+    scores = m.summary["chosen_configs"]
+    assert scores == {"lr=0.01,optimizer=sgd,epochs=5": 2}, scores
+    assert m.summary["global_config"] == "lr=0.01,optimizer=sgd,epochs=5"
+    assert np.isfinite(m.predict(t)).all()
+
+
+def test_a_float_key_column_finds_the_groups_of_an_integer_one():
+    cols, _ = make_grouped(4, {"1": 150, "2": 90}, d=2, task="regression")
+    ints = pa.table({**cols, "g": pa.array(np.asarray(cols["g"]).astype(np.int64))})
+    m = gf.fit(ints, by="g", target="y")
+    i = ints.column_names.index("g")
+    floats = ints.set_column(i, "g", pa.array(np.asarray(cols["g"]).astype(np.float64)))
+    strings = ints.set_column(i, "g", pa.array(np.asarray(cols["g"]).astype(str)))
+    want = m.predict_table(ints)
+    for t in (floats, strings):
+        got = m.predict_table(t)
+        assert got.column("route").to_pylist() == ["own"] * t.num_rows
+        np.testing.assert_array_equal(got.column("prediction"), want.column("prediction"))

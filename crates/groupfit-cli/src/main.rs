@@ -382,6 +382,8 @@ fn fmt_bytes(b: usize) -> String {
 fn train(a: TrainArgs) -> Result<()> {
     let start = Instant::now();
     let spec = a.job.spec()?;
+    // An unwritable --out is reported now, not after training.
+    groupfit::store::check_writable(&a.out)?;
     let mut progress = Progress::new(a.json);
     let out = job::train(&spec, &mut |e| progress.event(e));
     progress.finish();

@@ -75,7 +75,7 @@ pub enum GroupfitError {
         row: usize,
     },
     /// The training target has a single class, so not even the global model can be fitted.
-    #[error("target '{column}' in '{path}' has one class only ({value}); binary training needs both 0 and 1")]
+    #[error("target '{column}' in '{path}' has one class only ({value}){split}; binary training needs both 0 and 1")]
     SingleClass {
         /// The target column.
         column: String,
@@ -83,6 +83,10 @@ pub enum GroupfitError {
         path: String,
         /// The only value seen.
         value: f64,
+        /// Empty when the file has one class; else where the other class
+        /// went (` in its N training rows; the rest were held out by
+        /// --valid-fraction F`).
+        split: String,
     },
     /// A hyper-parameter or grid is invalid.
     #[error("invalid parameter '{name}': {reason}")]

@@ -203,6 +203,10 @@ pub struct TrainOutput {
     pub summary: Summary,
 }
 
+/// The most worker threads a run may ask for (results never depend on the
+/// count; more threads than this only fail to spawn).
+pub const MAX_THREADS: usize = 1024;
+
 /// Number of worker threads for a `threads` argument (0: one per core).
 pub fn resolve_threads(threads: usize) -> usize {
     if threads > 0 {
@@ -300,11 +304,12 @@ fn primary(task: Task, s: &Scores) -> f64 {
     }
 }
 
-/// Index of the smallest value (first on ties).
+/// Index of the smallest value (first on ties). NaN (a diverged model's
+/// score) loses to every number.
 fn argmin(v: &[f64]) -> usize {
     let mut best = 0;
     for (i, &x) in v.iter().enumerate() {
-        if x < v[best] {
+        if x < v[best] || (v[best].is_nan() && !x.is_nan()) {
             best = i;
         }
     }
@@ -699,6 +704,37 @@ fn prepare(spec: &TrainSpec, fam: &dyn Family) -> Result<Vec<ConfigEntry>> {
     if spec.min_rows == 0 {
         return Err(GroupfitError::arg("--min-rows must be at least 1"));
     }
+    if spec.threads > MAX_THREADS {
+        return Err(GroupfitError::arg(format!(
+            "--threads must be at most {MAX_THREADS} (0: one per core), got {}",
+            spec.threads
+        )));
+    }
+    if spec.by.contains(&spec.target) {
+        return Err(GroupfitError::arg(format!(
+            "column '{}' cannot be both a key (--by) and the target",
+            spec.target
+        )));
+    }
+    // Without validation rows nothing can choose among configs or stop early:
+    // say so before reading the data, not after training.
+    if spec.valid.is_none() && spec.valid_fraction == 0.0 {
+        if points.len() > 1 {
+            return Err(GroupfitError::arg(format!(
+                "no validation rows to choose among {} configs; pass --valid or a --valid-fraction above 0",
+                points.len()
+            )));
+        }
+        if points.iter().any(|p| {
+            p.params
+                .get("early_stopping_rounds")
+                .is_some_and(|&e| e > 0.0)
+        }) {
+            return Err(GroupfitError::arg(
+                "early_stopping_rounds needs validation rows; pass --valid or a --valid-fraction above 0",
+            ));
+        }
+    }
     Ok(points)
 }
 
@@ -907,10 +943,21 @@ fn fit_tables(
     }
     fit[n_groups] = spec.global_model;
     if task == Task::Binary && one_class(n_groups) {
+        let value = if n_pos[n_groups] == 0 { 0.0 } else { 1.0 };
+        // Both classes in the file: the split held the other one out.
+        let split = if target.iter().any(|&t| !t.is_nan() && t != value) {
+            format!(
+                " in its {} training rows; the rest were held out by --valid-fraction {}",
+                n_rows[n_groups], spec.valid_fraction
+            )
+        } else {
+            String::new()
+        };
         return Err(GroupfitError::SingleClass {
             column: spec.target.clone(),
             path: path.display().to_string(),
-            value: if n_pos[n_groups] == 0 { 0.0 } else { 1.0 },
+            value,
+            split,
         });
     }
 
@@ -1364,4 +1411,19 @@ pub fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
 /// The display form of every group key in a bundle, in bundle order.
 pub fn group_names(bundle: &ModelBundle) -> Vec<String> {
     bundle.groups.iter().map(|g| display_key(&g.key)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argmin_takes_the_first_smallest_and_nan_loses() {
+        assert_eq!(argmin(&[]), 0);
+        assert_eq!(argmin(&[0.5, 0.25, 0.25, 1.0]), 1);
+        assert_eq!(argmin(&[f64::NAN, 0.7, 0.3]), 2);
+        assert_eq!(argmin(&[f64::NAN, f64::INFINITY]), 1);
+        assert_eq!(argmin(&[0.9, f64::NAN, 0.8]), 2);
+        assert_eq!(argmin(&[f64::NAN, f64::NAN]), 0);
+    }
 }

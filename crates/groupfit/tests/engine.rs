@@ -928,6 +928,98 @@ fn damaged_model_files_are_corrupt_model_errors() {
 // golden files
 // ---------------------------------------------------------------------------
 
+/// A file with a valid checksum whose contents disagree with themselves
+/// (written by hand or by a buggy tool) is a corrupt model naming what is
+/// wrong and where, not a panic or an endless tree walk at predict time.
+#[test]
+fn crafted_model_files_with_a_valid_checksum_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = Table::synth(&[80, 60], 2, Task::Regression, 3);
+    let path = table.write(&dir.path().join("t.parquet"));
+    let good = fit(&path, &Run::default()).bundle;
+    let p = dir.path().join("crafted.gfm");
+    let tree = |left: Vec<i32>, right: Vec<i32>, feature: u32| groupfit::gbdt::tree::Tree {
+        split_feature: vec![feature; left.len()],
+        threshold: vec![0.0; left.len()],
+        default_left: vec![true; left.len()],
+        left: left.clone(),
+        right,
+        leaf_value: vec![0.0; left.len() + 1],
+    };
+    let gbdt = |t: groupfit::gbdt::tree::Tree| {
+        FittedModel::Gbdt(GbdtModel {
+            init: 0.0,
+            trees: vec![t],
+            importance: vec![],
+            bins: vec![],
+        })
+    };
+    type Edit = Box<dyn Fn(&mut ModelBundle)>;
+    let cases: Vec<(Edit, &str)> = vec![
+        (
+            Box::new(|b| b.groups[0].config = Some(7)),
+            "group g00000: config 7 of 1 configs",
+        ),
+        (
+            Box::new(|b| b.global.as_mut().unwrap().config = 3),
+            "global model: config 3 of 1 configs",
+        ),
+        (
+            Box::new(|b| match b.groups[0].model.as_mut().unwrap() {
+                FittedModel::Linear(m) => {
+                    m.coef.pop();
+                }
+                _ => unreachable!(),
+            }),
+            "group g00000: 1 coefficients for 2 features",
+        ),
+        (
+            Box::new(|b| b.impute.push(1.0)),
+            "3 impute values for 2 features",
+        ),
+        (
+            Box::new(|b| b.groups[0].key.push(None)),
+            "group g00000/null: 2 key parts for 1 key columns",
+        ),
+        (
+            Box::new(|b| b.groups[0].valid_by_config = vec![0.1, 0.2]),
+            "group g00000: 2 validation scores for 1 configs",
+        ),
+        (
+            // Node 1's left child is node 0: a walk would never end.
+            Box::new(move |b| b.groups[0].model = Some(gbdt(tree(vec![1, 0], vec![-1, -2], 0)))),
+            "group g00000: tree 0: node 1 has child 0 out of range",
+        ),
+        (
+            Box::new(move |b| b.groups[0].model = Some(gbdt(tree(vec![-1], vec![-2], 5)))),
+            "group g00000: tree 0: node 0 splits feature 5 of 2",
+        ),
+        (
+            Box::new(move |b| b.groups[0].model = Some(gbdt(tree(vec![-1], vec![-4], 0)))),
+            "group g00000: tree 0: node 0 has child -4 out of range",
+        ),
+    ];
+    let first = good.groups[0].key[0].clone().unwrap();
+    for (edit, want) in cases {
+        let want = want.replace("g00000", &first);
+        let want = want.as_str();
+        let mut b = good.clone();
+        edit(&mut b);
+        std::fs::write(&p, b.to_bytes().unwrap()).unwrap();
+        match ModelBundle::load(&p) {
+            Err(e @ GroupfitError::CorruptModel { .. }) => {
+                assert!(e.to_string().contains(want), "{e} (wanted {want})")
+            }
+            other => panic!("{want}: expected CorruptModel, got {other:?}"),
+        }
+    }
+    // The untouched bundle, and a valid tree, load.
+    let mut b = good.clone();
+    b.groups[0].model = Some(gbdt(tree(vec![1, -1], vec![-2, -3], 1)));
+    std::fs::write(&p, b.to_bytes().unwrap()).unwrap();
+    assert_eq!(ModelBundle::load(&p).unwrap(), b);
+}
+
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden")
 }

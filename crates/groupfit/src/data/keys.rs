@@ -3,6 +3,11 @@
 //! Key columns of any Arrow type are compared by their string rendering (an
 //! integer key `7` and a string key `"7"` are the same key), so a model trained
 //! on one file routes the rows of another even if a writer changed the type.
+//! A float key with an integral value renders as that integer (`7.0` is the
+//! key `7`), so a key column read as floats (a Parquet writer that made an
+//! integer column nullable, a pandas round trip) still finds its groups; a
+//! model file whose float keys were stored as `7.0` (before this rule) is still
+//! found too.
 //! A null in a key column is a value of its own: rows with a null key form their
 //! own group, shown as `null`.
 
@@ -17,10 +22,19 @@ use crate::error::{GroupfitError, Result};
 /// One group's key: one entry per key column, `None` for null.
 pub type GroupKey = Vec<Option<String>>;
 
-/// Renders a key for messages: `JFK/LAX`, `null` for a null part.
+/// Renders a key for messages: `JFK/LAX`, `null` for a null part. A part
+/// that could be misread (empty, the text `null`, or holding `/` or `"`) is
+/// quoted as a JSON string, so two keys never render alike: `"a/b"` is one
+/// part, `a/b` two.
 pub fn display_key(key: &[Option<String>]) -> String {
     key.iter()
-        .map(|p| p.as_deref().unwrap_or("null"))
+        .map(|p| match p.as_deref() {
+            None => "null".to_string(),
+            Some(s) if s.is_empty() || s == "null" || s.contains(['/', '"']) => {
+                serde_json::to_string(s).expect("a string serialises")
+            }
+            Some(s) => s.to_string(),
+        })
         .collect::<Vec<_>>()
         .join("/")
 }
@@ -153,12 +167,27 @@ impl GroupEncoder {
     /// Looks up every row without adding keys: `None` for a key not seen before.
     pub fn lookup(&self, columns: &[ArrayRef]) -> Result<Vec<Option<u32>>> {
         let cols = as_strings(columns)?;
+        // Float columns also as Arrow renders them (`7.0`): the keys of model
+        // files written before integral floats rendered as integers.
+        let legacy: Vec<Option<ArrayRef>> = columns
+            .iter()
+            .map(|c| {
+                is_float(c.data_type())
+                    .then(|| arrow_cast::cast(c, &DataType::Utf8).ok())
+                    .flatten()
+            })
+            .collect();
         let rows = cols.first().map_or(0, |c| c.len());
         let mut out = Vec::with_capacity(rows);
         let mut local = vec![0u32; self.n_cols];
         'rows: for i in 0..rows {
             for (c, col) in cols.iter().enumerate() {
-                match self.values[c].get(value_at(col, i)) {
+                let found = self.values[c].get(value_at(col, i)).or_else(|| {
+                    legacy[c]
+                        .as_ref()
+                        .and_then(|l| self.values[c].get(value_at(l, i)))
+                });
+                match found {
                     Some(id) => local[c] = id,
                     None => {
                         out.push(None);
@@ -217,17 +246,44 @@ pub fn key_at(columns: &[ArrayRef], i: usize) -> Result<GroupKey> {
 }
 
 /// Key columns rendered as strings.
+fn is_float(t: &DataType) -> bool {
+    matches!(t, DataType::Float16 | DataType::Float32 | DataType::Float64)
+}
+
 fn as_strings(columns: &[ArrayRef]) -> Result<Vec<ArrayRef>> {
     columns
         .iter()
-        .map(|c| match c.data_type() {
-            DataType::Utf8 => Ok(c.clone()),
-            _ => arrow_cast::cast(c, &DataType::Utf8).map_err(|e| {
+        .map(|c| {
+            let bad = |e: arrow_schema::ArrowError| {
                 GroupfitError::arg(format!(
                     "key column of type {} cannot be used as a group key: {e}",
                     c.data_type()
                 ))
-            }),
+            };
+            match c.data_type() {
+                DataType::Utf8 => Ok(c.clone()),
+                t if is_float(t) => {
+                    let text = arrow_cast::cast(c, &DataType::Utf8).map_err(bad)?;
+                    let text = text.as_string::<i32>();
+                    let x = arrow_cast::cast(c, &DataType::Float64).map_err(bad)?;
+                    let x = x.as_primitive::<arrow_array::types::Float64Type>();
+                    // Integral values (exact in f64) as integers: `7.0` is `7`.
+                    let keys: arrow_array::StringArray = (0..c.len())
+                        .map(|i| {
+                            (!c.is_null(i)).then(|| {
+                                let v = x.value(i);
+                                if v.fract() == 0.0 && v.abs() < 9.0e15 {
+                                    (v as i64).to_string()
+                                } else {
+                                    text.value(i).to_string()
+                                }
+                            })
+                        })
+                        .collect();
+                    Ok(std::sync::Arc::new(keys) as ArrayRef)
+                }
+                _ => arrow_cast::cast(c, &DataType::Utf8).map_err(bad),
+            }
         })
         .collect()
 }
@@ -244,7 +300,7 @@ fn value_at(col: &ArrayRef, i: usize) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::{Int64Array, StringArray};
+    use arrow_array::{Float32Array, Float64Array, Int64Array, StringArray};
     use std::sync::Arc;
 
     #[test]
@@ -273,5 +329,46 @@ mod tests {
         let b2: ArrayRef = Arc::new(StringArray::from(vec!["1", "2", "1"]));
         let enc2 = GroupEncoder::from_keys(enc.keys());
         assert_eq!(enc2.lookup(&[a2, b2]).unwrap(), vec![Some(2), None, None]);
+    }
+
+    #[test]
+    fn integral_float_keys_are_the_integer_keys() {
+        let ints: ArrayRef = Arc::new(Int64Array::from(vec![3, 5, -2]));
+        let mut enc = GroupEncoder::new(1);
+        assert_eq!(enc.encode(&[ints]).unwrap(), vec![0, 1, 2]);
+        let floats: ArrayRef = Arc::new(Float64Array::from(vec![
+            Some(5.0),
+            Some(3.0),
+            Some(2.5),
+            None,
+            Some(-2.0),
+        ]));
+        let enc2 = GroupEncoder::from_keys(enc.keys());
+        assert_eq!(
+            enc2.lookup(&[floats.clone()]).unwrap(),
+            vec![Some(1), Some(0), None, None, Some(2)]
+        );
+        // Trained on floats: keys `3`, `2.5`, null.
+        let mut enc3 = GroupEncoder::new(1);
+        enc3.encode(&[floats]).unwrap();
+        let shown: Vec<String> = enc3.keys().iter().map(|k| display_key(k)).collect();
+        assert_eq!(shown, ["5", "3", "2.5", "null", "-2"]);
+        // A key stored as `3.0` (older model files) is still found.
+        let old = GroupEncoder::from_keys(&[vec![Some("3.0".to_string())]]);
+        let f32s: ArrayRef = Arc::new(Float32Array::from(vec![3.0f32, 4.0]));
+        assert_eq!(old.lookup(&[f32s]).unwrap(), vec![Some(0), None]);
+    }
+
+    #[test]
+    fn displayed_keys_quote_parts_that_could_be_misread() {
+        let k = |parts: &[Option<&str>]| -> GroupKey {
+            parts.iter().map(|p| p.map(String::from)).collect()
+        };
+        assert_eq!(display_key(&k(&[Some("JFK"), Some("LAX")])), "JFK/LAX");
+        assert_eq!(display_key(&k(&[Some("a/b")])), "\"a/b\"");
+        assert_eq!(display_key(&k(&[Some("a"), Some("b")])), "a/b");
+        assert_eq!(display_key(&k(&[None])), "null");
+        assert_eq!(display_key(&k(&[Some("null")])), "\"null\"");
+        assert_eq!(display_key(&k(&[Some("")])), "\"\"");
     }
 }

@@ -336,6 +336,22 @@ pub struct GbdtModel {
 }
 
 impl GbdtModel {
+    /// Checks the shapes against `d` features (model files): every tree's
+    /// arrays agree, features and leaves are in range, and children come
+    /// after their parent (a walk always ends).
+    pub fn check(&self, d: usize) -> std::result::Result<(), String> {
+        if !self.importance.is_empty() && self.importance.len() != d {
+            return Err(format!(
+                "{} importances for {d} features",
+                self.importance.len()
+            ));
+        }
+        for (i, t) in self.trees.iter().enumerate() {
+            t.check(d).map_err(|e| format!("tree {i}: {e}"))?;
+        }
+        Ok(())
+    }
+
     /// The raw score of one row (NaN is a missing value).
     pub fn raw(&self, x: &[f64]) -> f64 {
         self.init + self.trees.iter().map(|t| t.predict(x)).sum::<f64>()

@@ -29,6 +29,47 @@ pub struct Tree {
 const LANES: usize = 8;
 
 impl Tree {
+    /// Checks the structure against `d` features (model files).
+    pub fn check(&self, d: usize) -> std::result::Result<(), String> {
+        let n = self.split_feature.len();
+        if [
+            self.threshold.len(),
+            self.default_left.len(),
+            self.left.len(),
+            self.right.len(),
+        ]
+        .iter()
+        .any(|&l| l != n)
+        {
+            return Err("node arrays of different lengths".into());
+        }
+        if self.leaf_value.len() != n + 1 {
+            return Err(format!(
+                "{} leaf values for {n} internal nodes",
+                self.leaf_value.len()
+            ));
+        }
+        for i in 0..n {
+            if self.split_feature[i] as usize >= d {
+                return Err(format!(
+                    "node {i} splits feature {} of {d}",
+                    self.split_feature[i]
+                ));
+            }
+            for c in [self.left[i], self.right[i]] {
+                let ok = if c >= 0 {
+                    (c as usize) > i && (c as usize) < n
+                } else {
+                    (!c as usize) <= n
+                };
+                if !ok {
+                    return Err(format!("node {i} has child {c} out of range"));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The child of internal node `n` that a row with value `v` of the
     /// node's feature goes to (`<=` the threshold, or missing and
     /// `default_left`: left), chosen without a branch.

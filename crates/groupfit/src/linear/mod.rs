@@ -163,6 +163,14 @@ pub struct LinearModel {
 }
 
 impl LinearModel {
+    /// Checks the shapes against `d` features (model files).
+    pub fn check(&self, d: usize) -> std::result::Result<(), String> {
+        if self.coef.len() != d {
+            return Err(format!("{} coefficients for {d} features", self.coef.len()));
+        }
+        Ok(())
+    }
+
     /// The linear predictor for one row of raw (imputed) features.
     pub fn margin(&self, x: &[f64]) -> f64 {
         self.coef.iter().zip(x).map(|(w, v)| w * v).sum::<f64>() + self.intercept

@@ -92,6 +92,24 @@ pub fn encode_param(name: &str, text: &str) -> Option<f64> {
     }
 }
 
+/// What a word-valued `--param` takes, for the message on a value that is
+/// neither one of its words nor a number; `None` for numeric parameters.
+///
+/// ```
+/// assert_eq!(groupfit::mlp::word_form("optimizer"), Some("adam or sgd".to_string()));
+/// assert_eq!(groupfit::mlp::word_form("C"), None);
+/// ```
+pub fn word_form(name: &str) -> Option<String> {
+    match name {
+        "layers" => Some(format!(
+            "hidden-layer widths joined by 'x' (e.g. 64x32): 1 to {MAX_LAYERS} layers, each 1 to {}",
+            LAYER_BASE as u32 - 1
+        )),
+        "optimizer" => Some("adam or sgd".to_string()),
+        _ => None,
+    }
+}
+
 /// How a grid value of a word-valued parameter is written back
 /// (`640032` → `64x32`, `1` → `sgd`); `None` for plain numbers.
 pub fn display_param(name: &str, value: f64) -> Option<String> {
@@ -414,6 +432,35 @@ pub struct MlpModel {
 }
 
 impl MlpModel {
+    /// Checks the shapes against `d` features (model files): the layers
+    /// chain from `d` inputs to one output.
+    pub fn check(&self, d: usize) -> std::result::Result<(), String> {
+        if self.mean.len() != d || self.std.len() != d {
+            return Err(format!(
+                "{} means and {} deviations for {d} features",
+                self.mean.len(),
+                self.std.len()
+            ));
+        }
+        let mut n_in = d;
+        for (i, l) in self.layers.iter().enumerate() {
+            if l.n_in != n_in || l.w.len() != l.n_in * l.n_out || l.b.len() != l.n_out {
+                return Err(format!(
+                    "layer {i}: {}x{} with {} weights and {} biases after {n_in} inputs",
+                    l.n_in,
+                    l.n_out,
+                    l.w.len(),
+                    l.b.len()
+                ));
+            }
+            n_in = l.n_out;
+        }
+        if self.layers.is_empty() || n_in != 1 {
+            return Err("the last layer must have one output".into());
+        }
+        Ok(())
+    }
+
     /// Builds the model from flat parameters (layer by layer, `w` then `b`),
     /// taking them over: the layers are split off the end, so the first
     /// layer's weights stay in `params`' own buffer and only the later

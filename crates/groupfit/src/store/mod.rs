@@ -75,6 +75,16 @@ pub enum FittedModel {
 }
 
 impl FittedModel {
+    /// Checks the model's shapes against `d` features (see
+    /// [`ModelBundle::check`]).
+    pub fn check(&self, d: usize) -> std::result::Result<(), String> {
+        match self {
+            FittedModel::Linear(m) => m.check(d),
+            FittedModel::Gbdt(m) => m.check(d),
+            FittedModel::Mlp(m) => m.check(d),
+        }
+    }
+
     /// Prediction for one row of raw features (imputed as the bundle says).
     pub fn predict_row(&self, task: Task, x: &[f64]) -> f64 {
         match self {
@@ -354,7 +364,61 @@ impl ModelBundle {
             floats::with_section(section, || serde_json::from_slice(json))
                 .map_err(|e| corrupt(format!("bad payload: {e}")))?;
         bundle.format_version = version;
+        bundle.check().map_err(corrupt)?;
         Ok(bundle)
+    }
+
+    /// Checks what the JSON types cannot: indices in range and lengths that
+    /// agree (a crafted file with a valid checksum must give an error, not
+    /// a panic or an endless tree walk at predict time). The reason names
+    /// the group when one is at fault.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        let d = self.features.len();
+        let nc = self.configs.len();
+        if self.key_columns.is_empty() {
+            return Err("no key columns".into());
+        }
+        if !self.impute.is_empty() && self.impute.len() != d {
+            return Err(format!(
+                "{} impute values for {d} features",
+                self.impute.len()
+            ));
+        }
+        if let Some(g) = &self.global {
+            if g.config >= nc {
+                return Err(format!("global model: config {} of {nc} configs", g.config));
+            }
+            g.model.check(d).map_err(|e| format!("global model: {e}"))?;
+        }
+        for g in &self.groups {
+            let at = || display_key(&g.key);
+            if g.key.len() != self.key_columns.len() {
+                return Err(format!(
+                    "group {}: {} key parts for {} key columns",
+                    at(),
+                    g.key.len(),
+                    self.key_columns.len()
+                ));
+            }
+            if let Some(k) = g.config.filter(|&k| k >= nc) {
+                return Err(format!("group {}: config {k} of {nc} configs", at()));
+            }
+            if !g.valid_by_config.is_empty() && g.valid_by_config.len() != nc {
+                return Err(format!(
+                    "group {}: {} validation scores for {nc} configs",
+                    at(),
+                    g.valid_by_config.len()
+                ));
+            }
+            match (&g.model, g.route) {
+                (Some(m), _) => m.check(d).map_err(|e| format!("group {}: {e}", at()))?,
+                (None, Route::Own) => {
+                    return Err(format!("group {}: route own without a model", at()))
+                }
+                (None, _) => {}
+            }
+        }
+        Ok(())
     }
 
     /// Writes the bundle to `path` atomically: the bytes of
@@ -723,13 +787,8 @@ impl<W: Write> Write for CrcWriter<W> {
     }
 }
 
-/// Writes a file through `write` into a temporary file beside `path`, then
-/// renames it into place; on any error the temporary file is removed and
-/// `path` is untouched.
-pub fn write_atomic(
-    path: &Path,
-    write: impl FnOnce(&mut std::fs::File) -> Result<()>,
-) -> Result<()> {
+/// The temporary file [`write_atomic`] writes before renaming it to `path`.
+fn temp_path(path: &Path) -> Result<std::path::PathBuf> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
@@ -737,11 +796,37 @@ pub fn write_atomic(
     let name = path
         .file_name()
         .ok_or_else(|| GroupfitError::arg(format!("'{}' is not a file path", path.display())))?;
-    let tmp = dir.join(format!(
+    Ok(dir.join(format!(
         ".{}.tmp-{}",
         name.to_string_lossy(),
         std::process::id()
-    ));
+    )))
+}
+
+/// Checks, before a long run, that [`write_atomic`] could write `path`:
+/// creates and removes its temporary file, and refuses a directory.
+pub fn check_writable(path: &Path) -> Result<()> {
+    if path.is_dir() {
+        return Err(GroupfitError::io(
+            "write",
+            path,
+            std::io::Error::new(std::io::ErrorKind::IsADirectory, "it is a directory"),
+        ));
+    }
+    let tmp = temp_path(path)?;
+    std::fs::File::create(&tmp).map_err(|e| GroupfitError::io("create", path, e))?;
+    let _ = std::fs::remove_file(&tmp);
+    Ok(())
+}
+
+/// Writes a file through `write` into a temporary file beside `path`, then
+/// renames it into place; on any error the temporary file is removed and
+/// `path` is untouched.
+pub fn write_atomic(
+    path: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> Result<()>,
+) -> Result<()> {
+    let tmp = temp_path(path)?;
     let result = (|| {
         let mut f =
             std::fs::File::create(&tmp).map_err(|e| GroupfitError::io("create", path, e))?;
@@ -770,7 +855,10 @@ mod tests {
             features: vec!["x".into()],
             target: "y".into(),
             impute: vec![0.5],
-            configs: vec![],
+            configs: vec![ConfigEntry {
+                name: "default".into(),
+                params: Default::default(),
+            }],
             global: Some(GlobalEntry {
                 config: 0,
                 model: FittedModel::Linear(LinearModel {

@@ -58,7 +58,16 @@ impl Grid {
                 let x: f64 = match crate::mlp::encode_param(name, v) {
                     Some(x) => x,
                     None => v.parse().map_err(|_| {
-                        GroupfitError::param(name, format!("'{v}' is not a number"))
+                        GroupfitError::param(
+                            name,
+                            match crate::mlp::word_form(name) {
+                                Some(form) => format!("'{v}' is not valid: expected {form}"),
+                                None if v.is_empty() => "an empty value; expected a number \
+                                     (list values as NAME=V1,V2)"
+                                    .to_string(),
+                                None => format!("'{v}' is not a number"),
+                            },
+                        )
                     })?,
                 };
                 vals.push(x);
