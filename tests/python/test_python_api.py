@@ -367,3 +367,17 @@ def test_a_float_key_column_finds_the_groups_of_an_integer_one():
         got = m.predict_table(t)
         assert got.column("route").to_pylist() == ["own"] * t.num_rows
         np.testing.assert_array_equal(got.column("prediction"), want.column("prediction"))
+
+
+def test_mlp_standardises_features_whose_squares_overflow():
+    # Features near 1e160 (their squares pass f64's range) standardise to
+    # what the same features near 1 give: the same network, finite output.
+    cols, _ = make_grouped(5, {"a": 300, "b": 200}, d=2, task="regression")
+    t = pa.table(cols)
+    big = t.set_column(t.column_names.index("f0"), "f0",
+                       pa.array(np.asarray(cols["f0"], dtype=np.float64) * 1e160))
+    kw = dict(by="g", target="y", model="mlp", params={"epochs": [3]}, threads=1)
+    small = gf.fit(t, **kw).predict(t)
+    huge = gf.fit(big, **kw).predict(big)
+    assert np.isfinite(huge).all()
+    np.testing.assert_allclose(huge, small, rtol=1e-4, atol=1e-5)

@@ -122,10 +122,23 @@ impl MlpData {
                         s1 += t;
                         s2 += t * t;
                     }
-                    let m1 = s1 / n;
-                    let var = (s2 / n - m1 * m1).max(0.0);
+                    let (m1, sd) = if s2.is_finite() {
+                        (s1 / n, (s2 / n - (s1 / n) * (s1 / n)).max(0.0).sqrt())
+                    } else {
+                        // Squares beyond f64 (values past ~1e154): the same
+                        // sums over values scaled by the largest deviation.
+                        let mx = part.iter().fold(0.0f64, |a, &r| a.max((get(r) - k).abs()));
+                        let (mut u1, mut u2) = (0.0, 0.0);
+                        for &r in part {
+                            let t = (get(r) - k) / mx;
+                            u1 += t;
+                            u2 += t * t;
+                        }
+                        let scaled = (u2 / n - (u1 / n) * (u1 / n)).max(0.0);
+                        (mx * (u1 / n), mx * scaled.sqrt())
+                    };
                     mean[g] = k + m1;
-                    std[g] = if var > 0.0 { var.sqrt() } else { 1.0 };
+                    std[g] = if sd > 0.0 { sd } else { 1.0 };
                 }
             });
             (mean, std)
