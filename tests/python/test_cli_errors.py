@@ -439,6 +439,22 @@ def test_null_in_one_of_two_key_columns(gf, tmp_path):
     assert keys == {"a/x", "a/y", "a/null", "b/x", "b/y", "b/null"}
 
 
+def test_keys_that_would_display_alike_stay_apart(gf, tmp_path):
+    # ("a/b", "c") and ("a", "b/c") both join to a/b/c; the text "null" and a
+    # null key both read null: parts like these are quoted, and --json has
+    # the parts themselves.
+    n = 400
+    cols = base_cols(n=n, seed=6)
+    pairs = [("a/b", "c"), ("a", "b/c"), ("null", "x"), (None, "x")]
+    cols["g"] = pa.array([pairs[i % 4][0] for i in range(n)], pa.string())
+    cols["h"] = pa.array([pairs[i % 4][1] for i in range(n)], pa.string())
+    data = gf.write_parquet(tmp_path / "t.parquet", cols)
+    gf.train(data, tmp_path / "m.gfm", "g,h", "y", "--valid-fraction", "0")
+    ins = gf.inspect(tmp_path / "m.gfm")
+    assert {g["key"] for g in ins["groups"]} == {'"a/b"/c', 'a/"b/c"', '"null"/x', "null/x"}
+    assert {tuple(g["key_parts"]) for g in ins["groups"]} == set(pairs)
+
+
 def test_one_row_group_falls_back_to_global(gf, tmp_path):
     cols = base_cols(n=300, seed=6)
     cols["g"] = list(cols["g"])

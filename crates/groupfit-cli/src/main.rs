@@ -643,6 +643,9 @@ fn inspect(a: InspectArgs) -> Result<()> {
             .map(|g| {
                 let mut v = serde_json::json!({
                     "key": display_key(&g.key),
+                    // One part per key column (null for a null key): for
+                    // scripts, with nothing to unquote.
+                    "key_parts": g.key,
                     "n_train": g.n_train,
                     "n_valid": g.n_valid,
                     "route": g.route,
