@@ -72,6 +72,13 @@
 # against lightgbm-joblib 91.3 s; the same valid_logloss 0.56706 (the
 # groups' models do not depend on the global model) against 0.56884;
 # flights 3.8 s against 7.4 s, RMSE 19.557 against 19.590 (-0.17%).
+# Again on 2026-12-05 at 0b4e7b4 (AVX-512 nonzero-bin listing and paired
+# running sums in the split search, ea8f6d5), `SYSTEMS=lightgbm-joblib
+# FLIGHTS=1 REPEATS=1`, idle machine: groupfit 31.1 s (2.9x) and 21.3 s
+# with --no-global (4.2x) against lightgbm-joblib 89.7 s; valid_logloss
+# 0.56706 against 0.56884 (-0.00178); histogram building 42% of pass
+# thread time (23.5 of 56.1 thread-s), binning 0.67 s; flights 3.7 s
+# against 7.3 s, RMSE 19.557 against 19.590 (-0.17%). 10x: not met.
 #
 #   benchmarks/gbdt.sh
 #   SYSTEMS="lightgbm-joblib" FLIGHTS=0 benchmarks/gbdt.sh

@@ -95,6 +95,16 @@
 #           / 1.047, gbdt 1.034 / 1.012 / 0.960, mlp 0.967 / 0.979 / 0.969;
 #           scaling linear 2.38x (0.896 s / 0.376 s), gbdt 1.30x (2.436 s /
 #           1.870 s), mlp 1.97x wall (0.912 s / 0.463 s), 1.78x train time.
+#   all families on 2026-12-05 at a3fd74d (`REPEATS=3`, idle machine):
+#           auto/best linear 1.025 / 1.070 / 1.038, gbdt 1.005 / 1.022 /
+#           0.988, mlp 1.023 / 0.983 / 1.139; scaling linear 2.12x (0.842
+#           s / 0.397 s), gbdt 1.33x (2.382 s / 1.785 s), mlp 2.18x wall
+#           (1.050 s / 0.481 s), 1.70x train time. MLP tiny20000 again
+#           (`REPEATS=5 FAMILIES=mlp`): auto/best 1.010 / 0.971 / 1.069
+#           (auto ran fused, whose passes were the fastest, 0.264 s;
+#           the wall spread is the 208 MB model file and page faults);
+#           scaling 2.05x wall, 1.76x train time. Not met: linear and MLP
+#           scaling (<= 1.5x).
 # Linear: in a traced tiny20000 run ~0.23 s is the per-group standardised
 # layout (first-touch page faults of this VM included) and ~0.47 s the
 # Newton iterations (0.12 s for skewed4), where 80,004 units each sum a
