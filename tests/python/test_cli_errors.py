@@ -260,6 +260,15 @@ def test_grid_without_validation_rows(gf, data, outdir):
                 "--param", "C=0.1,1", must_contain=["validation"])
 
 
+def test_mlp_target_beyond_float32(gf, tmp_path, outdir):
+    cols = base_cols()
+    cols["y"] = cols["f0"] * 1e200
+    cols["y"][0] = 1.0
+    data = gf.write_parquet(tmp_path / "t.parquet", cols)
+    train_fails(gf, outdir, "--data", data, "--by", "g", "--target", "y", "--model", "mlp",
+                must_contain=["float32", "has target", "rescale"])
+
+
 def test_early_stopping_without_validation_rows(gf, data, outdir):
     train_fails(gf, outdir, "--data", data, "--by", "g", "--target", "y", "--valid-fraction", "0",
                 "--model", "gbdt", "--param", "early_stopping_rounds=5",

@@ -735,6 +735,19 @@ impl crate::family::Family for Mlp {
         on: &mut dyn FnMut(PassProgress),
     ) -> crate::error::Result<crate::family::FamilyFit> {
         let configs = super::configs(configs)?;
+        // Targets are float32 in training: one past its range would be
+        // infinite, and every prediction NaN.
+        if let Some(&r) = data
+            .rows
+            .iter()
+            .find(|&&r| data.target[r as usize].abs() > f32::MAX as f64)
+        {
+            return Err(crate::error::GroupfitError::arg(format!(
+                "the mlp family trains on float32 targets: row {r} has target {:e}, beyond +-{:e}; rescale the target",
+                data.target[r as usize],
+                f32::MAX
+            )));
+        }
         let t = std::time::Instant::now();
         let (impute, layout, streams) = prepare(data);
         if crate::exec::trace() {
