@@ -245,6 +245,8 @@ def test_table_errors(tmp_path):
     ]:
         with pytest.raises(gfe.ArgumentError, match=msg):
             gf.fit(pa.table(base), by="g", target="y", **kw)
+    with pytest.raises(gfe.ArgumentError, match="--features names no column"):
+        gf.fit(pa.table(base), by="g", target="y", features=[])
     with pytest.raises(gfe.ArgumentError, match="cannot be both a key"):
         gf.fit(pa.table(base), by="y", target="y")
     with pytest.raises(gfe.ParamError, match="'rmsprop' is not valid: expected adam or sgd"):

@@ -741,6 +741,11 @@ fn prepare(spec: &TrainSpec, fam: &dyn Family) -> Result<Vec<ConfigEntry>> {
 /// The feature list (given or defaulted), checked against `schema`.
 fn resolve_features(spec: &TrainSpec, schema: &Schema, path: &Path) -> Result<Vec<String>> {
     let features = match &spec.features {
+        Some(f) if f.is_empty() => {
+            return Err(GroupfitError::arg(
+                "--features names no column; name at least one (or leave it out for every numeric column)",
+            ))
+        }
         Some(f) => f.clone(),
         None => default_features(schema, &spec.by, Some(&spec.target)),
     };

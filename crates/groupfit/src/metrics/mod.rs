@@ -18,7 +18,25 @@ pub fn logloss(y: &[f64], p: &[f64]) -> f64 {
 /// Root mean squared error.
 pub fn rmse(y: &[f64], p: &[f64]) -> f64 {
     let n = y.len().max(1) as f64;
-    (y.iter().zip(p).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() / n).sqrt()
+    let s = y.iter().zip(p).map(|(a, b)| (a - b) * (a - b)).sum::<f64>();
+    if s.is_finite() {
+        return (s / n).sqrt();
+    }
+    // Squares past f64's range (errors beyond ~1e154): the same mean over
+    // errors scaled by the largest one; an infinite or NaN error stays so.
+    let m = y
+        .iter()
+        .zip(p)
+        .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+    if !m.is_finite() {
+        return (s / n).sqrt();
+    }
+    let scaled = y
+        .iter()
+        .zip(p)
+        .map(|(a, b)| ((a - b) / m) * ((a - b) / m))
+        .sum::<f64>();
+    m * (scaled / n).sqrt()
 }
 
 /// Area under the ROC curve; `None` unless both classes are present.
@@ -53,6 +71,15 @@ pub fn auc(y: &[f64], p: &[f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rmse_by_hand_and_past_the_range_of_squares() {
+        assert_eq!(rmse(&[1.0, 2.0], &[1.0, 4.0]), 2f64.sqrt());
+        let r = rmse(&[3e200, 0.0], &[-1e200, 0.0]);
+        assert!((r / (4e200 / 2f64.sqrt()) - 1.0).abs() < 1e-12, "{r}");
+        assert!(rmse(&[f64::NAN], &[0.0]).is_nan());
+        assert!(rmse(&[f64::INFINITY], &[0.0]).is_infinite());
+    }
 
     #[test]
     fn hand_computed() {
