@@ -686,6 +686,13 @@ fn trace_stamp(t0: Instant, what: &str) {
     }
 }
 
+/// The error for a grid of `n_configs` with nothing to choose among them by.
+fn no_validation_rows(n_configs: usize) -> GroupfitError {
+    GroupfitError::arg(format!(
+        "no validation rows to choose among {n_configs} configs; pass --valid or a --valid-fraction above 0"
+    ))
+}
+
 /// Checks the arguments that need no data; returns the grid.
 fn prepare(spec: &TrainSpec, fam: &dyn Family) -> Result<Vec<ConfigEntry>> {
     let points = Grid::parse(&spec.params)?.points();
@@ -720,10 +727,7 @@ fn prepare(spec: &TrainSpec, fam: &dyn Family) -> Result<Vec<ConfigEntry>> {
     // say so before reading the data, not after training.
     if spec.valid.is_none() && spec.valid_fraction == 0.0 {
         if points.len() > 1 {
-            return Err(GroupfitError::arg(format!(
-                "no validation rows to choose among {} configs; pass --valid or a --valid-fraction above 0",
-                points.len()
-            )));
+            return Err(no_validation_rows(points.len()));
         }
         if points.iter().any(|p| {
             p.params
@@ -1228,9 +1232,7 @@ fn select(
     let t0 = Instant::now();
     let n = rows.idx.len();
     if n == 0 && n_configs > 1 {
-        return Err(GroupfitError::arg(format!(
-            "no validation rows to choose among {n_configs} configs; pass --valid or a --valid-fraction above 0"
-        )));
+        return Err(no_validation_rows(n_configs));
     }
     // Validation rows sorted by group (unseen rows last), as a dense imputed matrix.
     let key = |i: usize| rows.gid[i].map_or(n_groups, |g| g as usize);

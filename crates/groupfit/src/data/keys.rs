@@ -166,26 +166,19 @@ impl GroupEncoder {
 
     /// Looks up every row without adding keys: `None` for a key not seen before.
     pub fn lookup(&self, columns: &[ArrayRef]) -> Result<Vec<Option<u32>>> {
-        let cols = as_strings(columns)?;
-        // Float columns also as Arrow renders them (`7.0`): the keys of model
-        // files written before integral floats rendered as integers.
-        let legacy: Vec<Option<ArrayRef>> = columns
-            .iter()
-            .map(|c| {
-                is_float(c.data_type())
-                    .then(|| arrow_cast::cast(c, &DataType::Utf8).ok())
-                    .flatten()
-            })
-            .collect();
-        let rows = cols.first().map_or(0, |c| c.len());
+        let cols = key_texts(columns)?;
+        let rows = cols.first().map_or(0, |c| c.key.len());
         let mut out = Vec::with_capacity(rows);
         let mut local = vec![0u32; self.n_cols];
         'rows: for i in 0..rows {
             for (c, col) in cols.iter().enumerate() {
-                let found = self.values[c].get(value_at(col, i)).or_else(|| {
-                    legacy[c]
+                // A float column's key is also tried as Arrow renders it
+                // (`7.0`): the keys of model files written before integral
+                // floats rendered as integers.
+                let found = self.values[c].get(value_at(&col.key, i)).or_else(|| {
+                    col.arrow
                         .as_ref()
-                        .and_then(|l| self.values[c].get(value_at(l, i)))
+                        .and_then(|a| self.values[c].get(value_at(a, i)))
                 });
                 match found {
                     Some(id) => local[c] = id,
@@ -245,12 +238,20 @@ pub fn key_at(columns: &[ArrayRef], i: usize) -> Result<GroupKey> {
         .collect())
 }
 
-/// Key columns rendered as strings.
-fn is_float(t: &DataType) -> bool {
-    matches!(t, DataType::Float16 | DataType::Float32 | DataType::Float64)
+/// One key column rendered as strings.
+struct KeyText {
+    /// The keys: the column's text, an integral float as the integer.
+    key: ArrayRef,
+    /// For a float column, Arrow's own rendering (`7.0`).
+    arrow: Option<ArrayRef>,
 }
 
+/// Key columns rendered as strings.
 fn as_strings(columns: &[ArrayRef]) -> Result<Vec<ArrayRef>> {
+    Ok(key_texts(columns)?.into_iter().map(|t| t.key).collect())
+}
+
+fn key_texts(columns: &[ArrayRef]) -> Result<Vec<KeyText>> {
     columns
         .iter()
         .map(|c| {
@@ -260,30 +261,42 @@ fn as_strings(columns: &[ArrayRef]) -> Result<Vec<ArrayRef>> {
                     c.data_type()
                 ))
             };
-            match c.data_type() {
-                DataType::Utf8 => Ok(c.clone()),
-                t if is_float(t) => {
-                    let text = arrow_cast::cast(c, &DataType::Utf8).map_err(bad)?;
-                    let text = text.as_string::<i32>();
-                    let x = arrow_cast::cast(c, &DataType::Float64).map_err(bad)?;
-                    let x = x.as_primitive::<arrow_array::types::Float64Type>();
-                    // Integral values (exact in f64) as integers: `7.0` is `7`.
-                    let keys: arrow_array::StringArray = (0..c.len())
-                        .map(|i| {
-                            (!c.is_null(i)).then(|| {
-                                let v = x.value(i);
-                                if v.fract() == 0.0 && v.abs() < 9.0e15 {
-                                    (v as i64).to_string()
-                                } else {
-                                    text.value(i).to_string()
-                                }
-                            })
-                        })
-                        .collect();
-                    Ok(std::sync::Arc::new(keys) as ArrayRef)
+            let text = |c: &ArrayRef| -> Result<ArrayRef> {
+                match c.data_type() {
+                    DataType::Utf8 => Ok(c.clone()),
+                    _ => arrow_cast::cast(c, &DataType::Utf8).map_err(bad),
                 }
-                _ => arrow_cast::cast(c, &DataType::Utf8).map_err(bad),
+            };
+            if !matches!(
+                c.data_type(),
+                DataType::Float16 | DataType::Float32 | DataType::Float64
+            ) {
+                return Ok(KeyText {
+                    key: text(c)?,
+                    arrow: None,
+                });
             }
+            let arrow = text(c)?;
+            let shown = arrow.as_string::<i32>();
+            let x = arrow_cast::cast(c, &DataType::Float64).map_err(bad)?;
+            let x = x.as_primitive::<arrow_array::types::Float64Type>();
+            // Integral values (exact in f64) as integers: `7.0` is `7`.
+            let key: arrow_array::StringArray = (0..c.len())
+                .map(|i| {
+                    (!c.is_null(i)).then(|| {
+                        let v = x.value(i);
+                        if v.fract() == 0.0 && v.abs() < 9.0e15 {
+                            (v as i64).to_string()
+                        } else {
+                            shown.value(i).to_string()
+                        }
+                    })
+                })
+                .collect();
+            Ok(KeyText {
+                key: std::sync::Arc::new(key),
+                arrow: Some(arrow),
+            })
         })
         .collect()
 }
