@@ -10,6 +10,10 @@
 #    With NO_GLOBAL=1 (the default), one more groupfit run with --no-global:
 #    4,000 boosters like the baselines, without the global model that sees
 #    every row (a second table).
+#    With SPLIT_AT=N, the same again on the groups with >= N training rows and
+#    on the others, each part alone (benchmarks/gbdt_split.py cuts the data):
+#    how far per-booster speed on large groups and per-model overhead on
+#    small ones each go.
 # 2. The flights data (per-route models of arr_delay): groupfit against a
 #    per-route LightGBM loop with the same grid (benchmarks/gbdt_flights.py).
 # Prints ratio tables. Quote ratios from one run only.
@@ -79,9 +83,23 @@
 # 0.56706 against 0.56884 (-0.00178); histogram building 42% of pass
 # thread time (23.5 of 56.1 thread-s), binning 0.67 s; flights 3.7 s
 # against 7.3 s, RMSE 19.557 against 19.590 (-0.17%). 10x: not met.
+# Again on 2026-12-05 at e072bcb, `SYSTEMS=lightgbm-joblib FLIGHTS=0
+# REPEATS=1 SPLIT_AT=5000`, idle machine: groupfit 29.9 s (3.1x) and 20.9 s
+# with --no-global (4.4x) against lightgbm-joblib 91.3 s (10x: <= 9.1 s),
+# valid_logloss 0.56706 against 0.56884; histogram building 43% of pass
+# thread time (24.0 of 55.3 thread-s). By group size, each part alone
+# without a global model: the 21 groups with >= 5,000 training rows
+# (463,510 rows) 6.9 s against 22.8 s (3.3x), the 979 others (336,349
+# rows, 391,600 trees) 14.2 s against 67.6 s (4.7x; ~73 us of thread time a
+# tree against LightGBM's ~340; `perf` of that part: the split search 52%
+# of samples, histogram building and subtraction 22%). For 10x both parts
+# would have to run ~2.3x faster than this (6.9/a + 14.2/a <= 9.1); with
+# histogram building free (43% of the passes) the --no-global run would
+# still take ~12.6 s (19.2 s of passes x 0.57 + 1.7 s outside them).
 #
 #   benchmarks/gbdt.sh
 #   SYSTEMS="lightgbm-joblib" FLIGHTS=0 benchmarks/gbdt.sh
+#   SYSTEMS=lightgbm-joblib FLIGHTS=0 REPEATS=1 SPLIT_AT=5000 benchmarks/gbdt.sh
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SHARED=${GROUPFIT_SHARED:-$ROOT/../shared}
@@ -94,6 +112,7 @@ REPEATS=${REPEATS:-2}
 SYSTEMS=${SYSTEMS:-"lightgbm-joblib lightgbm-loop"}
 FLIGHTS=${FLIGHTS:-1}
 NO_GLOBAL=${NO_GLOBAL:-1}
+SPLIT_AT=${SPLIT_AT:-}
 DATA=$OUT/zipf-${ROWS}-${N_GROUPS}
 STAMP=$(date +%Y%m%d-%H%M%S)
 RESULTS=$OUT/gbdt-$STAMP.jsonl
@@ -129,6 +148,24 @@ done
 if [ "$NO_GLOBAL" = 1 ]; then
     echo
     "$PY" "$ROOT/benchmarks/report.py" "$RESULTS" --reference lightgbm --system groupfit-no-global
+fi
+
+if [ -n "$SPLIT_AT" ]; then
+    # Where the time goes by group size: the groups with >= SPLIT_AT training
+    # rows and the others, each trained alone (--no-global) and by each baseline.
+    PARTS=$("$PY" "$ROOT/benchmarks/gbdt_split.py" "$DATA" "$SPLIT_AT")
+    for part in large small; do
+        R=$OUT/gbdt-$STAMP-$part.jsonl
+        "$BIN" train --data "$PARTS/$part/train.parquet" --valid "$PARTS/$part/valid.parquet" --by group \
+            --target label "${GRID[@]}" --no-global --out "$OUT/gbdt-$part.gfm" --json \
+            | "$PY" -c 'import json,sys; d=json.load(sys.stdin); d["system"]="groupfit"; print(json.dumps(d))' >> "$R"
+        for s in $SYSTEMS; do
+            "$PY" "$SHARED/bench/baselines.py" --data "$PARTS/$part" --family gbdt --system "$s" >> "$R"
+        done
+        echo
+        echo "$part groups (SPLIT_AT=$SPLIT_AT):"
+        "$PY" "$ROOT/benchmarks/report.py" "$R" --reference lightgbm
+    done
 fi
 
 if [ "$FLIGHTS" = 1 ]; then

@@ -105,6 +105,15 @@
 #           the wall spread is the 208 MB model file and page faults);
 #           scaling 2.05x wall, 1.76x train time. Not met: linear and MLP
 #           scaling (<= 1.5x).
+#   linear and mlp on 2026-12-05 at e072bcb (`REPEATS=3 FAMILIES="linear
+#           mlp"`, idle machine): auto/best linear 1.004 / 0.984 / 1.031,
+#           mlp 1.021 / 1.008 / 1.046 (auto ran fused everywhere but MLP
+#           skewed4, tp); scaling linear 2.13x (0.819 s / 0.385 s; passes
+#           0.395 s / 0.113 s), mlp 1.96x wall (0.957 s / 0.489 s), 1.73x
+#           train time. MLP's 1.5x would leave 0.245 s for everything the
+#           20,001 models add, and their 194 MB model file alone takes
+#           0.17-1.0 s to write on this VM (a plain 195 MB write from Python,
+#           3 runs: 1.04, 0.17, 0.25 s).
 # Linear: in a traced tiny20000 run ~0.23 s is the per-group standardised
 # layout (first-touch page faults of this VM included) and ~0.47 s the
 # Newton iterations (0.12 s for skewed4), where 80,004 units each sum a
