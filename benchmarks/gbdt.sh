@@ -123,18 +123,23 @@ if [ ! -f "$DATA/train.parquet" ]; then
 fi
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)" >&2
 
+# Names the system of a `--json` result on stdin (one JSON line out).
+tag() {
+    "$PY" -c 'import json,sys; d=json.load(sys.stdin); d["system"]=sys.argv[1]; print(json.dumps(d))' "$1"
+}
+
 GRID=(--model gbdt --param rounds=100 --param num_leaves=15,31 --param learning_rate=0.05,0.1)
 for i in $(seq "$REPEATS"); do
     "$BIN" train --data "$DATA/train.parquet" --valid "$DATA/valid.parquet" --by group --target label \
         "${GRID[@]}" --out "$OUT/gbdt.gfm" --json \
-        | "$PY" -c 'import json,sys; d=json.load(sys.stdin); d["system"]="groupfit"; print(json.dumps(d))' >> "$RESULTS"
+        | tag groupfit >> "$RESULTS"
 done
 # Like for like with the baselines (4,000 boosters, no global model): one
 # run with --no-global, reported in a second table.
 if [ "$NO_GLOBAL" = 1 ]; then
     "$BIN" train --data "$DATA/train.parquet" --valid "$DATA/valid.parquet" --by group --target label \
         "${GRID[@]}" --no-global --out "$OUT/gbdt-no-global.gfm" --json \
-        | "$PY" -c 'import json,sys; d=json.load(sys.stdin); d["system"]="groupfit-no-global"; print(json.dumps(d))' >> "$RESULTS"
+        | tag groupfit-no-global >> "$RESULTS"
 fi
 echo "traced run (stage timings, share of time in histogram building):" >&2
 GROUPFIT_TRACE=1 "$BIN" train --data "$DATA/train.parquet" --valid "$DATA/valid.parquet" --by group --target label \
@@ -158,7 +163,7 @@ if [ -n "$SPLIT_AT" ]; then
         R=$OUT/gbdt-$STAMP-$part.jsonl
         "$BIN" train --data "$PARTS/$part/train.parquet" --valid "$PARTS/$part/valid.parquet" --by group \
             --target label "${GRID[@]}" --no-global --out "$OUT/gbdt-$part.gfm" --json \
-            | "$PY" -c 'import json,sys; d=json.load(sys.stdin); d["system"]="groupfit"; print(json.dumps(d))' >> "$R"
+            | tag groupfit >> "$R"
         for s in $SYSTEMS; do
             "$PY" "$SHARED/bench/baselines.py" --data "$PARTS/$part" --family gbdt --system "$s" >> "$R"
         done

@@ -104,9 +104,12 @@ class GroupedEstimator(_Base):
             self.classes_ = np.array([0, 1])
         return self
 
-    def _raw(self, X: Any) -> np.ndarray:
+    def _check_fitted(self) -> None:
         if not hasattr(self, "model_"):
             raise NotFittedError("GroupedEstimator is not fitted yet; call fit(X, y) first")
+
+    def _raw(self, X: Any) -> np.ndarray:
+        self._check_fitted()
         return self.model_.predict(_table(X))
 
     def predict(self, X: Any) -> np.ndarray:
@@ -118,8 +121,7 @@ class GroupedEstimator(_Base):
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities ``[P(0), P(1)]`` per row (binary only)."""
-        if not hasattr(self, "model_"):
-            raise NotFittedError("GroupedEstimator is not fitted yet; call fit(X, y) first")
+        self._check_fitted()
         if self.task_ != "binary":
             raise AttributeError("predict_proba is only available for a binary task")
         p = self._raw(X)
