@@ -449,6 +449,9 @@ struct BatchScratch {
     h: Vec<Lanes>,
     /// The Cholesky factors.
     u: Vec<Lanes>,
+    /// The inverses of the factors' diagonals (the AVX-512 solve multiplies
+    /// by them).
+    dinv: Vec<Lanes>,
     /// The gradients.
     g: Vec<Lanes>,
     /// The solution of the last factorisation tried.
@@ -470,6 +473,7 @@ impl BatchScratch {
             p,
             h,
             u: vec![[0.0; BATCH]; p * p],
+            dinv: vec![[0.0; BATCH]; p],
             g: vec![[0.0; BATCH]; p],
             y: vec![[0.0; BATCH]; p],
             x: vec![[0.0; BATCH]; p],
@@ -549,8 +553,8 @@ fn newton_batch_impl<const WIDE: bool>(used: usize, b: &mut BatchScratch) {
     let mut pending = [false; BATCH];
     pending[..used].fill(true);
     for _ in 0..12 {
-        let ok = factor_batch::<WIDE>(p, &b.h, &ridge, &mut b.u);
-        solve_batch(p, &b.u, &b.g, &mut b.y);
+        let ok = factor_batch::<WIDE>(p, &b.h, &ridge, &mut b.u, &mut b.dinv);
+        solve_any::<WIDE>(p, &b.u, &b.dinv, &b.g, &mut b.y);
         let mut left = false;
         for l in 0..used {
             if !pending[l] {
@@ -591,16 +595,102 @@ fn factor_batch<const WIDE: bool>(
     h: &[Lanes],
     ridge: &Lanes,
     u: &mut [Lanes],
+    dinv: &mut [Lanes],
 ) -> [bool; BATCH] {
     #[cfg(target_arch = "x86_64")]
     {
         if WIDE {
             // SAFETY: `WIDE` is only set in `newton_batch_avx512`, which runs
             // on a CPU with AVX-512F and FMA.
-            return unsafe { cholesky_batch_avx512(p, h, ridge, u) };
+            return unsafe { cholesky_batch_avx512(p, h, ridge, u, dinv) };
         }
     }
+    let _ = dinv;
     cholesky_batch(p, h, ridge, u)
+}
+
+/// [`solve_batch`], or [`solve_batch_avx512`] when `WIDE` (see [`factor_batch`]).
+#[inline(always)]
+fn solve_any<const WIDE: bool>(
+    p: usize,
+    u: &[Lanes],
+    dinv: &[Lanes],
+    g: &[Lanes],
+    x: &mut [Lanes],
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if WIDE {
+            // SAFETY: as in `factor_batch`.
+            return unsafe { solve_batch_avx512(p, u, dinv, g, x) };
+        }
+    }
+    let _ = dinv;
+    solve_batch(p, u, g, x)
+}
+
+/// [`solve_batch`] with AVX-512 and FMA, from the factors and the inverses
+/// of their diagonals that [`cholesky_batch_avx512`] wrote: forward by rows
+/// of `U`, two entries of the four systems per register; backward by
+/// columns of `U` (each `x[i]`, once known, is taken out of every `x[j]`,
+/// `j < i`, independently), so neither half waits on a division or a dot
+/// product per unknown.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn solve_batch_avx512(p: usize, u: &[Lanes], dinv: &[Lanes], g: &[Lanes], x: &mut [Lanes]) {
+    use std::arch::x86_64::*;
+    assert!(u.len() >= p * p && dinv.len() >= p && g.len() >= p && x.len() >= p);
+    let (up, xp) = (u.as_ptr().cast::<f64>(), x.as_mut_ptr().cast::<f64>());
+    let at = |i: usize| i * BATCH;
+    for (xi, gi) in x.iter_mut().zip(g) {
+        for l in 0..BATCH {
+            xi[l] = -gi[l];
+        }
+    }
+    // U^T y = -g.
+    for k in 0..p {
+        let yk = _mm256_mul_pd(
+            _mm256_loadu_pd(xp.add(at(k))),
+            _mm256_loadu_pd(dinv.as_ptr().add(k).cast()),
+        );
+        _mm256_storeu_pd(xp.add(at(k)), yk);
+        let y2 = _mm512_broadcast_f64x4(yk);
+        let row = up.add(at(k * p));
+        let mut j = k + 1;
+        while j + 2 <= p {
+            let v = _mm512_fnmadd_pd(
+                _mm512_loadu_pd(row.add(at(j))),
+                y2,
+                _mm512_loadu_pd(xp.add(at(j))),
+            );
+            _mm512_storeu_pd(xp.add(at(j)), v);
+            j += 2;
+        }
+        if j < p {
+            let v = _mm256_fnmadd_pd(
+                _mm256_loadu_pd(row.add(at(j))),
+                yk,
+                _mm256_loadu_pd(xp.add(at(j))),
+            );
+            _mm256_storeu_pd(xp.add(at(j)), v);
+        }
+    }
+    // U x = y.
+    for i in (0..p).rev() {
+        let xi = _mm256_mul_pd(
+            _mm256_loadu_pd(xp.add(at(i))),
+            _mm256_loadu_pd(dinv.as_ptr().add(i).cast()),
+        );
+        _mm256_storeu_pd(xp.add(at(i)), xi);
+        for j in 0..i {
+            let v = _mm256_fnmadd_pd(
+                _mm256_loadu_pd(up.add(at(j * p + i))),
+                xi,
+                _mm256_loadu_pd(xp.add(at(j))),
+            );
+            _mm256_storeu_pd(xp.add(at(j)), v);
+        }
+    }
 }
 
 /// [`cholesky_batch`] with AVX-512 and fused multiply-adds: each 512-bit
@@ -609,7 +699,8 @@ fn factor_batch<const WIDE: bool>(
 /// so the factorisation runs at the FMA units' throughput rather than the
 /// latency of one chain. Every lane still computes exactly what a lone
 /// system computes (the same operations in the same order), only each
-/// `a - c * v` is rounded once.
+/// `a - c * v` is rounded once. Also writes `1 / U[i][i]` into `dinv` for
+/// [`solve_batch_avx512`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn cholesky_batch_avx512(
@@ -617,6 +708,7 @@ unsafe fn cholesky_batch_avx512(
     h: &[Lanes],
     ridge: &Lanes,
     u: &mut [Lanes],
+    dinv: &mut [Lanes],
 ) -> [bool; BATCH] {
     use std::arch::x86_64::*;
 
@@ -647,7 +739,7 @@ unsafe fn cholesky_batch_avx512(
         }
     }
 
-    assert!(h.len() >= p * p && u.len() >= p * p);
+    assert!(h.len() >= p * p && u.len() >= p * p && dinv.len() >= p);
     let (hp, up) = (h.as_ptr().cast::<f64>(), u.as_mut_ptr().cast::<f64>());
     let mut ok = [true; BATCH];
     let r = _mm256_loadu_pd(ridge.as_ptr());
@@ -668,6 +760,7 @@ unsafe fn cholesky_batch_avx512(
         let root = _mm256_sqrt_pd(d);
         let inv = _mm256_div_pd(_mm256_set1_pd(1.0), root);
         _mm256_storeu_pd(up.add((i * p + i) * BATCH), root);
+        _mm256_storeu_pd(dinv.as_mut_ptr().add(i).cast(), inv);
         let inv2 = _mm512_broadcast_f64x4(inv);
         let mut j = i + 1;
         while p - j >= 16 {
@@ -1111,7 +1204,8 @@ mod tests {
             let mut wide = vec![[0.0; BATCH]; p * p];
             let ok_portable = cholesky_batch(p, &b.h, &ridge, &mut b.u);
             // SAFETY: the CPU has AVX-512F and FMA (checked above).
-            let ok_wide = unsafe { cholesky_batch_avx512(p, &b.h, &ridge, &mut wide) };
+            let mut dinv = vec![[0.0; BATCH]; p];
+            let ok_wide = unsafe { cholesky_batch_avx512(p, &b.h, &ridge, &mut wide, &mut dinv) };
             assert_eq!(ok_portable, ok_wide, "p={p}");
             for i in 0..p {
                 for j in i..p {
