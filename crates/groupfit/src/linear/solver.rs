@@ -295,7 +295,6 @@ pub fn apply_batch(
         let mut used = 0;
         for (i, (&k, st)) in kc.iter().zip(sc.chunks_mut(len)).enumerate() {
             if prepare(&mut units[k], st, penalty, &configs[k], n_rows) {
-                s.batch.load(used, st);
                 lanes[used] = i;
                 used += 1;
             }
@@ -303,7 +302,12 @@ pub fn apply_batch(
         if used == 0 {
             continue;
         }
-        newton_batch(used, &mut s.batch);
+        // Lanes past `used` solve a copy of the last system (and are not read).
+        let src: [&[f64]; BATCH] = std::array::from_fn(|l| {
+            let i = lanes[l.min(used - 1)];
+            &sc[i * len..(i + 1) * len]
+        });
+        newton_batch(used, &src, &mut s.batch);
         for (lane, &i) in lanes[..used].iter().enumerate() {
             let u = &mut units[kc[i]];
             s.batch.store(lane, u.line_mut().1);
@@ -461,9 +465,8 @@ struct BatchScratch {
 }
 
 impl BatchScratch {
-    /// Buffers for systems of `p` unknowns. Every lane starts as the
-    /// identity system; a lane no unit uses in a solve keeps the last system
-    /// loaded into it, whose (discarded) solution costs the same as any.
+    /// Buffers for systems of `p` unknowns (every lane the identity system
+    /// until [`BatchScratch::load`]).
     fn new(p: usize) -> Self {
         let mut h = vec![[0.0; BATCH]; p * p];
         for i in 0..p {
@@ -480,17 +483,22 @@ impl BatchScratch {
         }
     }
 
-    /// Copies a unit's gradient and Hessian (upper triangle) from its
-    /// statistics into `lane`.
-    fn load(&mut self, lane: usize, stats: &[f64]) {
+    /// Copies each lane's gradient and Hessian (upper triangle) from the
+    /// statistics `src[lane]`: one value of every lane at a time, so each
+    /// entry is written whole (four scattered stores per entry were a third
+    /// of the solve's time).
+    #[inline(always)]
+    fn load(&mut self, src: &[&[f64]; BATCH]) {
         let p = self.p;
-        for (gl, &v) in self.g.iter_mut().zip(&stats[1..1 + p]) {
-            gl[lane] = v;
+        let g: [&[f64]; BATCH] = std::array::from_fn(|l| &src[l][1..1 + p]);
+        for (j, gl) in self.g.iter_mut().enumerate() {
+            *gl = std::array::from_fn(|l| g[l][j]);
         }
-        let h = &stats[1 + p..1 + p + p * p];
         for i in 0..p {
-            for j in i..p {
-                self.h[i * p + j][lane] = h[i * p + j];
+            let at = 1 + p + i * p;
+            let rows: [&[f64]; BATCH] = std::array::from_fn(|l| &src[l][at + i..at + p]);
+            for (q, h) in self.h[i * p + i..(i + 1) * p].iter_mut().enumerate() {
+                *h = std::array::from_fn(|l| rows[l][q]);
             }
         }
     }
@@ -503,42 +511,44 @@ impl BatchScratch {
     }
 }
 
-/// Solves `h x = -g` in every used lane of `b` by Cholesky, adding a growing
-/// ridge in a lane whose `h` is not numerically positive definite. Compiled
-/// for the widest vector unit present.
-fn newton_batch(used: usize, b: &mut BatchScratch) {
+/// Loads the systems of the statistics `src` (see [`BatchScratch::load`])
+/// and solves `h x = -g` in every used lane of `b` by Cholesky, adding a
+/// growing ridge in a lane whose `h` is not numerically positive definite.
+/// Compiled for the widest vector unit present.
+fn newton_batch(used: usize, src: &[&[f64]; BATCH], b: &mut BatchScratch) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("fma")
         {
             // SAFETY: the CPU has the features the copy was compiled for.
-            return unsafe { newton_batch_avx512(used, b) };
+            return unsafe { newton_batch_avx512(used, src, b) };
         }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has the features the copy was compiled for.
-            return unsafe { newton_batch_avx2(used, b) };
+            return unsafe { newton_batch_avx2(used, src, b) };
         }
     }
-    newton_batch_impl::<false>(used, b)
+    newton_batch_impl::<false>(used, src, b)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn newton_batch_avx2(used: usize, b: &mut BatchScratch) {
-    newton_batch_impl::<false>(used, b)
+unsafe fn newton_batch_avx2(used: usize, src: &[&[f64]; BATCH], b: &mut BatchScratch) {
+    newton_batch_impl::<false>(used, src, b)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn newton_batch_avx512(used: usize, b: &mut BatchScratch) {
-    newton_batch_impl::<true>(used, b)
+unsafe fn newton_batch_avx512(used: usize, src: &[&[f64]; BATCH], b: &mut BatchScratch) {
+    newton_batch_impl::<true>(used, src, b)
 }
 
 /// The solve of [`newton_batch`]; `WIDE`: the Cholesky factorisation runs
 /// [`cholesky_batch_avx512`] (only in a copy compiled for AVX-512 and FMA).
 #[inline(always)]
-fn newton_batch_impl<const WIDE: bool>(used: usize, b: &mut BatchScratch) {
+fn newton_batch_impl<const WIDE: bool>(used: usize, src: &[&[f64]; BATCH], b: &mut BatchScratch) {
+    b.load(src);
     let p = b.p;
     let mut max_diag = [0.0f64; BATCH];
     for j in 0..p {
@@ -1146,10 +1156,8 @@ mod tests {
     /// The directions of the systems in `stats`, solved as one batch.
     fn solve(p: usize, stats: &[Vec<f64>]) -> Vec<Vec<f64>> {
         let mut b = BatchScratch::new(p);
-        for (lane, st) in stats.iter().enumerate() {
-            b.load(lane, st);
-        }
-        newton_batch(stats.len(), &mut b);
+        let src: [&[f64]; BATCH] = std::array::from_fn(|l| &stats[l.min(stats.len() - 1)][..]);
+        newton_batch(stats.len(), &src, &mut b);
         (0..stats.len())
             .map(|lane| {
                 let mut x = vec![0.0; p];
@@ -1197,9 +1205,8 @@ mod tests {
         }
         for p in 1..=40 {
             let mut b = BatchScratch::new(p);
-            for lane in 0..BATCH {
-                b.load(lane, &spd_stats(p, lane + 1));
-            }
+            let stats: Vec<Vec<f64>> = (0..BATCH).map(|l| spd_stats(p, l + 1)).collect();
+            b.load(&std::array::from_fn(|l| &stats[l][..]));
             let ridge = [0.0, 1e-3, 0.0, 2.0];
             let mut wide = vec![[0.0; BATCH]; p * p];
             let ok_portable = cholesky_batch(p, &b.h, &ridge, &mut b.u);
