@@ -20,7 +20,15 @@
 # memory is slow to fault in, e.g. the MLP layout's 100 MB takes 0.11 to
 # 1.3 s: take the best of several repeats, and compare `auto ran` and
 # passes_s, which are the plan's own cost).
-# 2026-12-05, 2-core AMD EPYC VM, at 6ef5832 (strategies interleaved within
+# 2026-12-05, 2-core AMD EPYC VM, at 962c2ff (`REPEATS=3 FAMILIES="linear
+# mlp"`; the linear Newton solve and load in AVX-512, exp/log1p by Estrin,
+# line-search vectors only while a unit iterates): auto/best linear 1.012 /
+# 1.012 / 1.064, scaling 1.96x wall (0.761 s / 0.389 s; best fixed strategy
+# on tiny20000, tp, 0.716 s: 1.84x), passes 0.344 s / 0.097 s; mlp auto/best
+# 0.977 / 0.999 / 1.231 (tiny20000: auto ran fused, passes 0.282 s against
+# fused's 0.278 s; the rest of its 1.229 s is page faults outside the plan),
+# scaling 2.65x wall.
+# Earlier, at 6ef5832 (strategies interleaved within
 # each repeat; best of REPEATS wall times):
 #   linear  (`REPEATS=5 FAMILIES=linear`) auto/best 1.002 (skewed4) 1.069
 #           (zipf1000) 0.966 (tiny20000), auto ran fused everywhere;
