@@ -24,10 +24,11 @@
 # mlp"`; the linear Newton solve and load in AVX-512, exp/log1p by Estrin,
 # line-search vectors only while a unit iterates): auto/best linear 1.012 /
 # 1.012 / 1.064, scaling 1.96x wall (0.761 s / 0.389 s; best fixed strategy
-# on tiny20000, tp, 0.716 s: 1.84x), passes 0.344 s / 0.097 s; mlp auto/best
-# 0.977 / 0.999 / 1.231 (tiny20000: auto ran fused, passes 0.282 s against
-# fused's 0.278 s; the rest of its 1.229 s is page faults outside the plan),
-# scaling 2.65x wall.
+# on tiny20000, tp, 0.716 s: 1.84x), passes 0.344 s / 0.097 s; mlp
+# (`REPEATS=5 FAMILIES=mlp`) auto/best 1.024 / 0.954 / 1.040, scaling 2.16x
+# wall (1.015 s / 0.470 s), 2.02x train time (with REPEATS=3 the same
+# commit's tiny20000 auto took 1.229 s for passes of 0.282 s, fused 0.998 s
+# for 0.278 s: page faults outside the plan).
 # Earlier, at 6ef5832 (strategies interleaved within
 # each repeat; best of REPEATS wall times):
 #   linear  (`REPEATS=5 FAMILIES=linear`) auto/best 1.002 (skewed4) 1.069
