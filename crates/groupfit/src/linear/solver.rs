@@ -777,18 +777,18 @@ unsafe fn cholesky_batch_avx512(
             entries::<8>(p, i, j, hp, up, inv2);
             j += 16;
         }
-        if p - j >= 8 {
-            entries::<4>(p, i, j, hp, up, inv2);
-            j += 8;
+        // The rest in blocks of 8, 4 and 2 entries (`N` registers of two).
+        macro_rules! block {
+            ($n:literal) => {
+                if p - j >= 2 * $n {
+                    entries::<$n>(p, i, j, hp, up, inv2);
+                    j += 2 * $n;
+                }
+            };
         }
-        if p - j >= 4 {
-            entries::<2>(p, i, j, hp, up, inv2);
-            j += 4;
-        }
-        if p - j >= 2 {
-            entries::<1>(p, i, j, hp, up, inv2);
-            j += 2;
-        }
+        block!(4);
+        block!(2);
+        block!(1);
         if j < p {
             let mut a = _mm256_loadu_pd(hp.add((i * p + j) * BATCH));
             for k in 0..i {
