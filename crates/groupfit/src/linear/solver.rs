@@ -465,16 +465,12 @@ struct BatchScratch {
 }
 
 impl BatchScratch {
-    /// Buffers for systems of `p` unknowns (every lane the identity system
-    /// until [`BatchScratch::load`]).
+    /// Buffers for systems of `p` unknowns (each solve loads its own,
+    /// [`BatchScratch::load`]).
     fn new(p: usize) -> Self {
-        let mut h = vec![[0.0; BATCH]; p * p];
-        for i in 0..p {
-            h[i * p + i] = [1.0; BATCH];
-        }
         BatchScratch {
             p,
-            h,
+            h: vec![[0.0; BATCH]; p * p],
             u: vec![[0.0; BATCH]; p * p],
             dinv: vec![[0.0; BATCH]; p],
             g: vec![[0.0; BATCH]; p],
@@ -544,8 +540,8 @@ unsafe fn newton_batch_avx512(used: usize, src: &[&[f64]; BATCH], b: &mut BatchS
     newton_batch_impl::<true>(used, src, b)
 }
 
-/// The solve of [`newton_batch`]; `WIDE`: the Cholesky factorisation runs
-/// [`cholesky_batch_avx512`] (only in a copy compiled for AVX-512 and FMA).
+/// The solve of [`newton_batch`]; `WIDE`: the AVX-512 factorisation and
+/// solve (see [`factor_and_solve`]).
 #[inline(always)]
 fn newton_batch_impl<const WIDE: bool>(used: usize, src: &[&[f64]; BATCH], b: &mut BatchScratch) {
     b.load(src);
@@ -563,8 +559,7 @@ fn newton_batch_impl<const WIDE: bool>(used: usize, src: &[&[f64]; BATCH], b: &m
     let mut pending = [false; BATCH];
     pending[..used].fill(true);
     for _ in 0..12 {
-        let ok = factor_batch::<WIDE>(p, &b.h, &ridge, &mut b.u, &mut b.dinv);
-        solve_any::<WIDE>(p, &b.u, &b.dinv, &b.g, &mut b.y);
+        let ok = factor_and_solve::<WIDE>(b, &ridge);
         let mut left = false;
         for l in 0..used {
             if !pending[l] {
@@ -597,46 +592,29 @@ fn newton_batch_impl<const WIDE: bool>(used: usize, src: &[&[f64]; BATCH], b: &m
     }
 }
 
-/// [`cholesky_batch`], or [`cholesky_batch_avx512`] when `WIDE` (which only
-/// a caller compiled for AVX-512 and FMA passes).
+/// Factors every lane of `b` with `ridge` added and solves for the
+/// direction into `b.y`; per lane, false if not positive definite. The
+/// AVX-512 pair ([`cholesky_batch_avx512`], [`solve_batch_avx512`]) when
+/// `WIDE` (which only a caller compiled for AVX-512 and FMA passes), else
+/// [`cholesky_batch`] and [`solve_batch`].
 #[inline(always)]
-fn factor_batch<const WIDE: bool>(
-    p: usize,
-    h: &[Lanes],
-    ridge: &Lanes,
-    u: &mut [Lanes],
-    dinv: &mut [Lanes],
-) -> [bool; BATCH] {
+fn factor_and_solve<const WIDE: bool>(b: &mut BatchScratch, ridge: &Lanes) -> [bool; BATCH] {
+    let p = b.p;
     #[cfg(target_arch = "x86_64")]
     {
         if WIDE {
             // SAFETY: `WIDE` is only set in `newton_batch_avx512`, which runs
             // on a CPU with AVX-512F and FMA.
-            return unsafe { cholesky_batch_avx512(p, h, ridge, u, dinv) };
+            return unsafe {
+                let ok = cholesky_batch_avx512(p, &b.h, ridge, &mut b.u, &mut b.dinv);
+                solve_batch_avx512(p, &b.u, &b.dinv, &b.g, &mut b.y);
+                ok
+            };
         }
     }
-    let _ = dinv;
-    cholesky_batch(p, h, ridge, u)
-}
-
-/// [`solve_batch`], or [`solve_batch_avx512`] when `WIDE` (see [`factor_batch`]).
-#[inline(always)]
-fn solve_any<const WIDE: bool>(
-    p: usize,
-    u: &[Lanes],
-    dinv: &[Lanes],
-    g: &[Lanes],
-    x: &mut [Lanes],
-) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if WIDE {
-            // SAFETY: as in `factor_batch`.
-            return unsafe { solve_batch_avx512(p, u, dinv, g, x) };
-        }
-    }
-    let _ = dinv;
-    solve_batch(p, u, g, x)
+    let ok = cholesky_batch(p, &b.h, ridge, &mut b.u);
+    solve_batch(p, &b.u, &b.g, &mut b.y);
+    ok
 }
 
 /// [`solve_batch`] with AVX-512 and FMA, from the factors and the inverses
