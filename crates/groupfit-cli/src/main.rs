@@ -383,7 +383,7 @@ fn train(a: TrainArgs) -> Result<()> {
     let start = Instant::now();
     let spec = a.job.spec()?;
     // An unwritable --out is reported now, not after training.
-    groupfit::store::check_writable(&a.out)?;
+    groupfit::util::fs::check_writable(&a.out)?;
     let mut progress = Progress::new(a.json);
     let out = job::train(&spec, &mut |e| progress.event(e));
     progress.finish();
@@ -392,7 +392,7 @@ fn train(a: TrainArgs) -> Result<()> {
     out.bundle.summary = serde_json::to_value(&out.summary)?;
     let saving = Instant::now();
     out.bundle.save(&a.out)?;
-    if groupfit::exec::trace() {
+    if groupfit::util::trace::trace() {
         eprintln!(
             "[groupfit] save: {:.1} ms",
             saving.elapsed().as_secs_f64() * 1e3

@@ -281,7 +281,7 @@ impl Source {
             Source::Path(p) => {
                 let schema = groupfit::data::parquet_schema(p)?;
                 let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
-                groupfit::data::read_parquet(p, &names, job::resolve_threads(0))
+                groupfit::data::read_parquet(p, &names, groupfit::util::par::resolve_threads(0))
             }
         }
     }

@@ -203,7 +203,7 @@ impl Family for Linear {
     ) -> Result<FamilyFit> {
         let configs = linear_configs(configs)?;
         let matrix = linear_layout(data)?;
-        if crate::exec::trace() {
+        if crate::util::trace::trace() {
             eprintln!("[groupfit] linear layout built");
         }
         let (fitted, report) = fit_grouped(

@@ -28,6 +28,7 @@ use crate::store::{
     FittedModel, GlobalEntry, GroupEntry, ModelBundle, Route, Scores, FORMAT_VERSION,
 };
 use crate::tune::{ConfigEntry, Grid};
+use crate::util::par::{resolve_threads, MAX_THREADS};
 
 /// Model families `train` knows (see [`crate::family`]).
 pub use crate::family::MODELS;
@@ -201,19 +202,6 @@ pub struct TrainOutput {
     pub bundle: ModelBundle,
     /// The summary (also stored in the bundle).
     pub summary: Summary,
-}
-
-/// The most worker threads a run may ask for (results never depend on the
-/// count; more threads than this only fail to spawn).
-pub const MAX_THREADS: usize = 1024;
-
-/// Number of worker threads for a `threads` argument (0: one per core).
-pub fn resolve_threads(threads: usize) -> usize {
-    if threads > 0 {
-        threads
-    } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    }
 }
 
 /// Rows to score: indices into feature columns, their group (None: unseen) and target.
@@ -678,7 +666,7 @@ fn read_inputs(spec: &TrainSpec, family: &dyn Family, on: &mut dyn FnMut(Event))
 
 /// Prints a stage time under `GROUPFIT_TRACE`.
 fn trace_stamp(t0: Instant, what: &str) {
-    if crate::exec::trace() {
+    if crate::util::trace::trace() {
         eprintln!(
             "[groupfit] {what}: {:.1} ms",
             t0.elapsed().as_secs_f64() * 1e3
@@ -1254,7 +1242,7 @@ fn select(
     };
     // Chunk outside, configs inside: each chunk of rows is read from memory
     // once (it stays in cache for the other configs), not once per config.
-    let per_chunk: Vec<Vec<Vec<f64>>> = crate::exec::par_map(n_chunks, threads, &|_| 1, &|c| {
+    let per_chunk: Vec<Vec<Vec<f64>>> = crate::util::par::par_map(n_chunks, threads, &|_| 1, &|c| {
         let range = c * chunk..((c + 1) * chunk).min(n);
         global
             .iter()
@@ -1285,7 +1273,7 @@ fn select(
     };
     trace_stamp(t0, "  selection: global model");
 
-    let groups = crate::exec::par_map(n_groups, threads, &|g| start[g + 1] - start[g] + 1, &|g| {
+    let groups = crate::util::par::par_map(n_groups, threads, &|g| start[g + 1] - start[g] + 1, &|g| {
         let range = start[g]..start[g + 1];
         let yb = &ys[range.clone()];
         let mut sel = GroupSelection {
@@ -1405,7 +1393,7 @@ pub fn predict_file(
 
 /// Writes one batch as Parquet, atomically.
 pub fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
-    crate::store::write_atomic(path, |f| {
+    crate::util::fs::write_atomic(path, |f| {
         let mut w = parquet::arrow::ArrowWriter::try_new(f, batch.schema(), None)
             .map_err(|e| GroupfitError::io("write", path, e))?;
         w.write(batch)

@@ -34,6 +34,7 @@
 
 #![warn(missing_docs)]
 
+pub mod codec;
 pub mod data;
 pub mod error;
 pub mod exec;
@@ -41,10 +42,12 @@ pub mod family;
 pub mod gbdt;
 pub mod job;
 pub mod linear;
+pub mod math;
 pub mod metrics;
 pub mod mlp;
 pub mod plan;
 pub mod store;
 pub mod tune;
+pub mod util;
 
 pub use error::{GroupfitError, Result};

@@ -159,7 +159,7 @@ impl GroupedMatrix {
         let g_total = ng + usize::from(input.with_global);
         let t0 = std::time::Instant::now();
         let stamp = |what: &str| {
-            if crate::exec::trace() {
+            if crate::util::trace::trace() {
                 eprintln!(
                     "[groupfit]   layout {what}: {:.1} ms",
                     t0.elapsed().as_secs_f64() * 1e3

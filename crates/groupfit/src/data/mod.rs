@@ -466,7 +466,7 @@ pub(crate) fn imputed_columns(
     impute: &[f64],
     threads: usize,
 ) -> Vec<Vec<f64>> {
-    crate::exec::par_map(columns.len(), threads, &|_| 1, &|j| {
+    crate::util::par::par_map(columns.len(), threads, &|_| 1, &|j| {
         let fill = impute.get(j).copied().unwrap_or(f64::NAN);
         with_values!(columns[j], |v| rows
             .iter()

@@ -132,7 +132,7 @@ fn machine_at(path: Option<PathBuf>, workers: usize) -> MachineCosts {
             if let Some(dir) = p.parent() {
                 let _ = std::fs::create_dir_all(dir);
             }
-            let _ = crate::store::write_atomic(&p, |f| {
+            let _ = crate::util::fs::write_atomic(&p, |f| {
                 use std::io::Write;
                 f.write_all(&json)
                     .map_err(|e| crate::GroupfitError::io("write", &p, e))

@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, RwLock};
 
 use crate::plan::{CostModel, Estimate, GroupLoad, Plan, Strategy};
+use crate::util::trace::trace;
 
 pub mod calibrate;
 
@@ -446,73 +447,6 @@ fn active_units<'u, F: PassFamily>(family: &F, units: &'u [F::Unit]) -> Vec<(usi
         .enumerate()
         .filter(|(_, u)| family.is_active(u))
         .collect()
-}
-
-/// Whether `GROUPFIT_TRACE` is set: per-pass and per-stage timings on stderr.
-pub fn trace() -> bool {
-    static TRACE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *TRACE.get_or_init(|| {
-        std::env::var_os("GROUPFIT_TRACE").is_some_and(|v| !v.is_empty() && v != "0")
-    })
-}
-
-/// Runs `f(i)` for `i in 0..n` on up to `threads` threads (contiguous ranges
-/// of equal total `weight`), returning the results in order. For work
-/// outside the pass driver (layouts, scoring); the driver owns its threads.
-pub(crate) fn par_map<T: Send>(
-    n: usize,
-    threads: usize,
-    weight: &(dyn Fn(usize) -> usize + Sync),
-    f: &(dyn Fn(usize) -> T + Sync),
-) -> Vec<T> {
-    par_map_with(n, threads, weight, &|| (), &|_, i| f(i))
-}
-
-/// [`par_map`] with a scratch value per thread (`init` makes it), passed to
-/// every `f` of that thread: buffers that would otherwise be allocated, and
-/// touched fresh, once per item.
-pub(crate) fn par_map_with<S, T: Send>(
-    n: usize,
-    threads: usize,
-    weight: &(dyn Fn(usize) -> usize + Sync),
-    init: &(dyn Fn() -> S + Sync),
-    f: &(dyn Fn(&mut S, usize) -> T + Sync),
-) -> Vec<T> {
-    let run = |a: usize, b: usize| {
-        let mut scratch = init();
-        (a..b).map(|i| f(&mut scratch, i)).collect::<Vec<T>>()
-    };
-    if threads <= 1 || n < 2 {
-        return run(0, n);
-    }
-    let total: usize = (0..n).map(weight).sum::<usize>().max(1);
-    let mut cuts = vec![0];
-    let mut acc = 0;
-    for i in 0..n {
-        acc += weight(i);
-        if acc * threads >= total * cuts.len() && cuts.len() < threads {
-            cuts.push(i + 1);
-        }
-    }
-    cuts.push(n);
-    cuts.dedup();
-    // The first range runs on the calling thread (its allocator arena
-    // holds memory freed by earlier stages, already touched).
-    std::thread::scope(|s| {
-        let hs: Vec<_> = cuts
-            .windows(2)
-            .skip(1)
-            .map(|w| {
-                let (a, b, run) = (w[0], w[1], &run);
-                s.spawn(move || run(a, b))
-            })
-            .collect();
-        let mut out = run(cuts[0], cuts[1]);
-        for h in hs {
-            out.extend(h.join().expect("worker thread panicked"));
-        }
-        out
-    })
 }
 
 /// Partial statistics of a cut group, tagged for the in-order reduction.

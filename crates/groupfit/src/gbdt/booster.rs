@@ -19,7 +19,7 @@ use super::split::{best_split, totals, Rules, Split, Sums};
 use super::tree::{BinTree, Tree};
 use super::{GbdtConfig, GbdtModel};
 use crate::data::Task;
-use crate::linear::sigmoid;
+use crate::math::sigmoid;
 
 /// What a booster reads of its group: binned training rows and targets, the
 /// bin mappers, and the binned validation rows (for early stopping).

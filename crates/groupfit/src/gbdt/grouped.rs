@@ -35,8 +35,9 @@ use super::booster::{Booster, GroupView, StepScratch};
 use super::histogram::{BinnedGroup, STRIDE};
 use super::{GbdtConfig, GbdtModel};
 use crate::data::bucket;
-use crate::exec::{explain, run_passes, trace, Explain, PassFamily, PassProgress, RunReport};
+use crate::exec::{explain, run_passes, Explain, PassFamily, PassProgress, RunReport};
 use crate::family::TrainData;
+use crate::util::trace::trace;
 
 /// The binned rows of every group for one [`Binning`].
 #[derive(Debug, Clone)]
@@ -171,7 +172,7 @@ impl GbdtLayout {
             }
         };
         let threads = input.threads.clamp(1, d.max(1));
-        let per_feature: Vec<FeatureBins> = crate::exec::par_map_with(
+        let per_feature: Vec<FeatureBins> = crate::util::par::par_map_with(
             d,
             threads,
             &|_| 1,

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::Task;
 use crate::error::{GroupfitError, Result};
-use crate::linear::sigmoid;
+use crate::math::sigmoid;
 pub use tree::Tree;
 
 /// The names `--param` accepts for the gbdt family (`num_iterations` is an
@@ -329,7 +329,7 @@ pub struct GbdtModel {
     /// The trees, shrinkage applied to their leaf values.
     pub trees: Vec<Tree>,
     /// Per feature, the total gain of the splits on it (LightGBM's `gain` importance).
-    #[serde(with = "crate::store::floats::f64s")]
+    #[serde(with = "crate::codec::f64s")]
     pub importance: Vec<f64>,
     /// Per feature, the number of value bins its training rows were cut into.
     pub bins: Vec<u32>,

@@ -11,7 +11,7 @@ pub struct Tree {
     /// Feature of each internal node.
     pub split_feature: Vec<u32>,
     /// Threshold of each internal node (`<=` goes left).
-    #[serde(with = "crate::store::floats::f64s")]
+    #[serde(with = "crate::codec::f64s")]
     pub threshold: Vec<f64>,
     /// Where a missing value goes at each internal node.
     pub default_left: Vec<bool>,
@@ -20,7 +20,7 @@ pub struct Tree {
     /// Right child.
     pub right: Vec<i32>,
     /// Value of each leaf (learning rate applied).
-    #[serde(with = "crate::store::floats::f64s")]
+    #[serde(with = "crate::codec::f64s")]
     pub leaf_value: Vec<f64>,
 }
 

@@ -16,6 +16,8 @@
 
 use crate::data::layout::{Block, BLOCK, LANES};
 use crate::data::Task;
+use crate::math::simd::{level, simd_copy, Level};
+use crate::math::{exp_neg, log1p_unit};
 
 /// Tile edge of the Hessian kernel (4 x 4 outputs per tile).
 const TILE: usize = 4;
@@ -91,46 +93,34 @@ pub fn accumulate_blocks<'a>(
     s: &mut BlockScratch,
 ) {
     #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU supports the features the copy was compiled for.
-            return unsafe { accumulate_avx512(task, hessian_stride, blocks, units, out, s) };
+    match level() {
+        // SAFETY: the CPU has the level the copy was compiled for.
+        Level::Avx512 | Level::Avx512Vbmi2 => {
+            return unsafe { accumulate_avx512(task, hessian_stride, blocks, units, out, s) }
         }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: as above.
-            return unsafe { accumulate_avx2(task, hessian_stride, blocks, units, out, s) };
-        }
+        // SAFETY: as above.
+        Level::Avx2 => return unsafe { accumulate_avx2(task, hessian_stride, blocks, units, out, s) },
+        Level::Scalar => {}
     }
     accumulate_impl(task, hessian_stride, blocks, units, out, s, false)
 }
 
-/// A copy of [`accumulate_impl`] compiled for a set of CPU features.
-macro_rules! feature_copy {
-    ($name:ident, $features:literal, $avx512:expr) => {
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = $features)]
-        unsafe fn $name<'a>(
-            task: Task,
-            hessian_stride: usize,
-            blocks: &mut dyn Iterator<Item = Block<'a>>,
-            units: &[UnitRef<'_>],
-            out: &mut [f64],
-            s: &mut BlockScratch,
-        ) {
-            accumulate_impl(task, hessian_stride, blocks, units, out, s, $avx512)
-        }
-    };
-}
-
-feature_copy!(
-    accumulate_avx512,
-    "avx512f,avx512vl,avx512dq,avx2,fma",
-    true
-);
-feature_copy!(accumulate_avx2, "avx2,fma", false);
+simd_copy!(Avx512 fn accumulate_avx512<'a>(
+    task: Task,
+    hessian_stride: usize,
+    blocks: &mut dyn Iterator<Item = Block<'a>>,
+    units: &[UnitRef<'_>],
+    out: &mut [f64],
+    s: &mut BlockScratch,
+) => accumulate_impl(task, hessian_stride, blocks, units, out, s, true));
+simd_copy!(Avx2 fn accumulate_avx2<'a>(
+    task: Task,
+    hessian_stride: usize,
+    blocks: &mut dyn Iterator<Item = Block<'a>>,
+    units: &[UnitRef<'_>],
+    out: &mut [f64],
+    s: &mut BlockScratch,
+) => accumulate_impl(task, hessian_stride, blocks, units, out, s, false));
 
 /// Sum of a slice whose length is a multiple of 8, in 8 lanes (vectorisable).
 #[inline(always)]
@@ -596,78 +586,6 @@ fn squared_terms(
     (sum8(&loss[..wd]), sum8(&r[..wd]), 0.0)
 }
 
-/// `ln 2` split in two: a high part with trailing zero bits (so `k * LN2_HI`
-/// is exact for the `k` of [`exp_neg`]) and the rest.
-const LN2_HI: f64 = 6.931_471_803_691_238_2e-1;
-const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
-
-/// `e^{-a}` for `a >= 0`, to about 1 ulp, branch-free (vectorisable).
-#[inline(always)]
-pub fn exp_neg(a: f64) -> f64 {
-    const LOG2E: f64 = std::f64::consts::LOG2_E;
-    const SHIFTER: f64 = 6_755_399_441_055_744.0; // 1.5 * 2^52: rounds to integer
-    let x = (-a).max(-700.0);
-    // `t`'s low mantissa bits hold the integer `k` (two's complement, below
-    // the shifter's bit 51): its bits give `2^k` with integer adds and a
-    // shift, which vectorise, where `kf as i64` (a saturating cast) is eight
-    // scalar conversions per vector.
-    let t = x * LOG2E + SHIFTER;
-    let kf = t - SHIFTER;
-    let r = (x - kf * LN2_HI) - kf * LN2_LO;
-    // Taylor polynomial of e^r on |r| <= ln2/2, degree 12, evaluated by
-    // Estrin's scheme (pairs, then powers r^2, r^4, r^8): a chain of four
-    // multiply-adds instead of Horner's twelve, which left the vectorised
-    // loop waiting on latency.
-    let r2 = r * r;
-    let r4 = r2 * r2;
-    let r8 = r4 * r4;
-    let a0 = 1.0 + r;
-    let a1 = 0.5 + r * (1.0 / 6.0);
-    let a2 = 1.0 / 24.0 + r * (1.0 / 120.0);
-    let a3 = 1.0 / 720.0 + r * (1.0 / 5_040.0);
-    let a4 = 1.0 / 40_320.0 + r * (1.0 / 362_880.0);
-    let a5 = 1.0 / 3_628_800.0 + r * (1.0 / 39_916_800.0);
-    let a6 = 1.0 / 479_001_600.0;
-    let b0 = a0 + r2 * a1;
-    let b1 = a2 + r2 * a3;
-    let b2 = a4 + r2 * a5;
-    let pz = (b0 + r4 * b1) + r8 * (b2 + r4 * a6);
-    // -1010 <= k <= 0: `k + 1023` is a normal exponent.
-    let scale = f64::from_bits(t.to_bits().wrapping_add(1023) << 52);
-    pz * scale
-}
-
-/// `ln(1 + e)` for `e` in `[0, 1]`, to about 1 ulp, branch-free: `2 atanh(s)`
-/// with `s = e / (2 + e)` up to `e = sqrt(2) - 1`, above it `ln 2 + 2
-/// atanh(s)` with `s = (e - 1) / (e + 3)` (`(1 + e) / 2` in place of `1 + e`),
-/// so `|s| <= 3 - 2 sqrt(2) < 0.1716` and the odd series stops at `s^19`.
-#[inline(always)]
-pub fn log1p_unit(e: f64) -> f64 {
-    let big = e > std::f64::consts::SQRT_2 - 1.0;
-    let (num, den) = if big {
-        (e - 1.0, e + 3.0)
-    } else {
-        (e, 2.0 + e)
-    };
-    let s = num / den;
-    // sum_{j=0..9} q^j / (2j + 1), q = s^2, by Estrin's scheme (see `exp_neg`).
-    let q = s * s;
-    let q2 = q * q;
-    let q4 = q2 * q2;
-    let a0 = 1.0 + q * (1.0 / 3.0);
-    let a1 = 1.0 / 5.0 + q * (1.0 / 7.0);
-    let a2 = 1.0 / 9.0 + q * (1.0 / 11.0);
-    let a3 = 1.0 / 13.0 + q * (1.0 / 15.0);
-    let a4 = 1.0 / 17.0 + q * (1.0 / 19.0);
-    let acc = (a0 + q2 * a1) + q4 * ((a2 + q2 * a3) + q4 * a4);
-    let r = 2.0 * s * acc;
-    if big {
-        LN2_HI + (LN2_LO + r)
-    } else {
-        r
-    }
-}
-
 /// Upper-triangle tiles of `B B^T` for `B` = `pp` rows of `bt` of `mp`
 /// columns each (row stride `mp`, a multiple of [`LANES`]; `pp` a multiple of
 /// the tile edge), in `f32`, written into `hc` (`pp x pp`, row-major).
@@ -676,16 +594,13 @@ pub fn log1p_unit(e: f64) -> f64 {
 fn syrk_upper(bt: &[f32], mp: usize, pp: usize, hc: &mut [f32]) {
     assert!(bt.len() >= pp * mp && hc.len() >= pp * pp && mp % LANES == 0 && pp % TILE == 0);
     #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: feature checked; indices stay within `bt` and `hc` (asserted above).
-            return unsafe { syrk_avx512(bt, pp, mp, hc) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: as above.
-            return unsafe { syrk_avx2(bt, pp, mp, hc) };
-        }
+    match level() {
+        // SAFETY: the level has the copy's features; indices stay within
+        // `bt` and `hc` (asserted above).
+        Level::Avx512 | Level::Avx512Vbmi2 => return unsafe { syrk_avx512(bt, pp, mp, hc) },
+        // SAFETY: as above.
+        Level::Avx2 => return unsafe { syrk_avx2(bt, pp, mp, hc) },
+        Level::Scalar => {}
     }
     syrk_scalar(bt, pp, mp, hc)
 }
@@ -818,28 +733,6 @@ unsafe fn syrk_avx2(bt: &[f32], pp: usize, mp: usize, hc: &mut [f32]) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn exp_and_log1p_match_libm() {
-        for i in 0..1890 {
-            let a = i as f64 * 0.37;
-            let e = exp_neg(a);
-            let want = (-a).exp();
-            assert!(
-                (e - want).abs() <= 4.0 * f64::EPSILON * want,
-                "exp(-{a}): {e} vs {want}"
-            );
-        }
-        assert!(exp_neg(1e6) < 1e-300);
-        let edge = std::f64::consts::SQRT_2 - 1.0;
-        let near = (-50..=50).map(|k| edge + k as f64 * f64::EPSILON);
-        for e in (0..=1000).map(|i| i as f64 / 1000.0).chain(near) {
-            let v = log1p_unit(e);
-            assert!(
-                (v - e.ln_1p()).abs() <= 4.0 * f64::EPSILON * e.ln_1p().max(1e-300),
-                "{e}"
-            );
-        }
-    }
 
     /// A feature-major block of `m` rows (`x[i][j]` given row-major), padded.
     fn block_of(x: &[f32], d: usize, m: usize) -> (Vec<f32>, usize, usize) {

@@ -20,6 +20,7 @@ pub mod solver;
 use serde::{Deserialize, Serialize};
 
 use crate::data::Task;
+use crate::math::sigmoid;
 use crate::error::{GroupfitError, Result};
 
 /// The names `--param` accepts for the linear family.
@@ -156,7 +157,7 @@ impl LinearConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LinearModel {
     /// One coefficient per feature, in the bundle's feature order.
-    #[serde(with = "crate::store::floats::f64s")]
+    #[serde(with = "crate::codec::f64s")]
     pub coef: Vec<f64>,
     /// The intercept.
     pub intercept: f64,
@@ -214,16 +215,6 @@ impl LinearModel {
     }
 }
 
-/// The logistic function, stable for large |z|.
-pub fn sigmoid(z: f64) -> f64 {
-    if z >= 0.0 {
-        1.0 / (1.0 + (-z).exp())
-    } else {
-        let e = z.exp();
-        e / (1.0 + e)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,10 +245,4 @@ mod tests {
         assert_eq!(m.margin(&[5.0]), 2.0);
     }
 
-    #[test]
-    fn sigmoid_is_stable() {
-        assert_eq!(sigmoid(0.0), 0.5);
-        assert!(sigmoid(-800.0) >= 0.0 && sigmoid(-800.0) < 1e-300);
-        assert_eq!(sigmoid(800.0), 1.0);
-    }
 }

@@ -347,7 +347,7 @@ impl<'a> MlpPass<'a> {
     /// megabytes, and touching fresh memory is most of the cost: it goes
     /// faster on every core).
     pub fn initial_units(&self, fit: &[bool], threads: usize) -> Vec<Vec<MlpUnit>> {
-        crate::exec::par_map(fit.len(), threads, &|g| usize::from(fit[g]), &|g| {
+        crate::util::par::par_map(fit.len(), threads, &|g| usize::from(fit[g]), &|g| {
             if fit[g] {
                 (0..self.configs.len())
                     .map(|k| self.new_unit(g, k))
@@ -750,7 +750,7 @@ impl crate::family::Family for Mlp {
         }
         let t = std::time::Instant::now();
         let (impute, layout, streams) = prepare(data);
-        if crate::exec::trace() {
+        if crate::util::trace::trace() {
             eprintln!(
                 "[groupfit] mlp layout: {:.1} ms",
                 t.elapsed().as_secs_f64() * 1e3
@@ -769,7 +769,7 @@ impl crate::family::Family for Mlp {
             },
             on,
         );
-        if crate::exec::trace() {
+        if crate::util::trace::trace() {
             eprintln!(
                 "[groupfit] mlp training steps: {:.3} GFLOP in {:.3} s of passes = {:.2} GFLOP/s",
                 flops / 1e9,

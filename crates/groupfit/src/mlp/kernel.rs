@@ -10,7 +10,7 @@
 //! [`StepScratch`] that grows to the largest step and is then reused.
 
 use crate::data::Task;
-use crate::linear::kernel::{exp_neg, log1p_unit};
+use crate::math::{exp_neg, log1p_unit};
 
 use super::Optimizer;
 

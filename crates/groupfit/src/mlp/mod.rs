@@ -407,10 +407,10 @@ pub struct Dense {
     /// Weights, `w[i * n_out + o]` (the transpose of PyTorch's `weight`).
     /// In the model file: little-endian bytes in its binary section
     /// ([`crate::store::floats`]).
-    #[serde(with = "crate::store::floats")]
+    #[serde(with = "crate::codec")]
     pub w: Vec<f32>,
     /// Biases (stored as `w` is).
-    #[serde(with = "crate::store::floats")]
+    #[serde(with = "crate::codec")]
     pub b: Vec<f32>,
 }
 
@@ -418,16 +418,16 @@ pub struct Dense {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MlpModel {
     /// Per-feature training mean of the model's group.
-    #[serde(with = "crate::store::floats::f64s")]
+    #[serde(with = "crate::codec::f64s")]
     pub mean: Vec<f64>,
     /// Per-feature training standard deviation (population; 1 where it is 0).
-    #[serde(with = "crate::store::floats::f64s")]
+    #[serde(with = "crate::codec::f64s")]
     pub std: Vec<f64>,
     /// Hidden layers then the output layer (one unit).
     pub layers: Vec<Dense>,
     /// Mean training loss over each epoch's mini-batches (loss of each batch
     /// before its step, weighted by its rows), one entry per epoch.
-    #[serde(with = "crate::store::floats::f64s")]
+    #[serde(with = "crate::codec::f64s")]
     pub epoch_loss: Vec<f64>,
 }
 
@@ -595,7 +595,7 @@ impl MlpModel {
                 width = n;
             }
             out.extend(a[..m].iter().map(|&v| match task {
-                Task::Binary => crate::linear::sigmoid(v),
+                Task::Binary => crate::math::sigmoid(v),
                 Task::Regression => v,
             }));
             lo = hi;
@@ -607,7 +607,7 @@ impl MlpModel {
     pub fn predict_row(&self, task: Task, x: &[f64]) -> f64 {
         let z = self.margin(x);
         match task {
-            Task::Binary => crate::linear::sigmoid(z),
+            Task::Binary => crate::math::sigmoid(z),
             Task::Regression => z,
         }
     }

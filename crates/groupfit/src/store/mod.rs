@@ -4,40 +4,15 @@
 //! File layout (little-endian):
 //!
 //! ```text
-//! b"GROUPFIT"  u32 format_version  u64 payload_len  u32 crc32(payload)  payload (JSON)
+//! b"GROUPFIT"  u32 format_version  u64 payload_len  u32 crc32(payload)  payload
+//! payload = u64 section_len  section (float arrays, see crate::codec)  JSON
 //! ```
-//!
-//! Version 2 stores the MLP family's weight and bias arrays as base64 text
-//! of their little-endian `f32` bytes ([`floats`]): 20,000 groups' networks
-//! are 265 MB instead of 546 MB of number text, and much faster to write and
-//! parse. Everything else is as in version 1, and version-1 files (number
-//! arrays) still load.
-//!
-//! Version 3 may lack the global model (`global` is `null`, trained with
-//! `--no-global`); a group that would fall back to it then has route
-//! `none`. Everything else is as in version 2.
-//!
-//! Version 4 puts those `f32` arrays in a binary section ahead of the JSON,
-//! which refers to them by place:
-//!
-//! ```text
-//! payload = u64 section_len  section (little-endian, 4-byte places)  JSON
-//! ```
-//!
-//! 20,000 groups' networks are then 174 MB of floats instead of 232 MB of
-//! base64 text, copied rather than encoded and escaped. Everything else is
-//! as in version 3.
-//!
-//! Version 5 (what this build writes) also puts every `f64` array there
-//! (linear coefficients, tree thresholds and leaf values, importances, MLP
-//! standardisation, per-config scores; [`floats::f64s`]), 8 bytes a value
-//! instead of ~19 characters of text: 20,000 linear models' file is 9 MB
-//! instead of 19 MB. Files of versions 1 to 4 still load.
 //!
 //! Loading checks the magic, the version, the length and the checksum before
-//! parsing, so a truncated or damaged file is reported as such. Files are
-//! written to a temporary name beside the target and renamed into place, so a
-//! failed write leaves nothing behind.
+//! parsing, so a truncated or damaged file is reported as such. Older format
+//! versions still load; `docs/model-format.md` lists what each changed.
+//! Files are written through [`crate::util::fs::write_atomic`], so a failed
+//! write leaves nothing behind.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -55,7 +30,8 @@ use crate::linear::LinearModel;
 use crate::mlp::MlpModel;
 use crate::tune::ConfigEntry;
 
-pub mod floats;
+use crate::codec as floats;
+use crate::util::fs::write_atomic;
 
 /// The newest format version this build writes and reads.
 pub const FORMAT_VERSION: u32 = 5;
@@ -668,7 +644,7 @@ impl ModelBundle {
             // A slot without rows (checked above): never called.
             (_, None) => unreachable!("rows without a model are an error above"),
         };
-        let by_slot = crate::exec::par_map(
+        let by_slot = crate::util::par::par_map(
             n_groups + 1,
             threads,
             &|s| start[s + 1] - start[s] + 1,
@@ -785,60 +761,6 @@ impl<W: Write> Write for CrcWriter<W> {
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
     }
-}
-
-/// The temporary file [`write_atomic`] writes before renaming it to `path`.
-fn temp_path(path: &Path) -> Result<std::path::PathBuf> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| GroupfitError::arg(format!("'{}' is not a file path", path.display())))?;
-    Ok(dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    )))
-}
-
-/// Checks, before a long run, that [`write_atomic`] could write `path`:
-/// creates and removes its temporary file, and refuses a directory.
-pub fn check_writable(path: &Path) -> Result<()> {
-    if path.is_dir() {
-        return Err(GroupfitError::io(
-            "write",
-            path,
-            std::io::Error::new(std::io::ErrorKind::IsADirectory, "it is a directory"),
-        ));
-    }
-    let tmp = temp_path(path)?;
-    std::fs::File::create(&tmp).map_err(|e| GroupfitError::io("create", path, e))?;
-    let _ = std::fs::remove_file(&tmp);
-    Ok(())
-}
-
-/// Writes a file through `write` into a temporary file beside `path`, then
-/// renames it into place; on any error the temporary file is removed and
-/// `path` is untouched.
-pub fn write_atomic(
-    path: &Path,
-    write: impl FnOnce(&mut std::fs::File) -> Result<()>,
-) -> Result<()> {
-    let tmp = temp_path(path)?;
-    let result = (|| {
-        let mut f =
-            std::fs::File::create(&tmp).map_err(|e| GroupfitError::io("create", path, e))?;
-        write(&mut f)?;
-        f.sync_all()
-            .map_err(|e| GroupfitError::io("write", path, e))?;
-        std::fs::rename(&tmp, path).map_err(|e| GroupfitError::io("write", path, e))
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 #[cfg(test)]
@@ -1087,20 +1009,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn atomic_write_leaves_nothing_on_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("out.bin");
-        let r = write_atomic(&target, |_| Err(GroupfitError::arg("boom")));
-        assert!(r.is_err());
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
-        write_atomic(&target, |f| {
-            f.write_all(b"ok")
-                .map_err(|e| GroupfitError::io("write", &target, e))
-        })
-        .unwrap();
-        assert_eq!(std::fs::read(&target).unwrap(), b"ok");
     }
 }

@@ -1,16 +1,11 @@
-//! Compact float arrays in the model file. From format version 4 on,
-//! `f32` arrays live in the file's binary section (little-endian bytes, see
-//! [`super::ModelBundle`]) and the JSON holds `{"at": first, "n": count}`,
-//! in 4-byte places from the section's start: 20,000 groups' networks take
-//! 174 MB instead of 232 MB of text, and are copied rather than encoded and
-//! escaped. Version 2 and 3 files hold base64 text of the same bytes (5.3
-//! characters a value), version 1 files plain number arrays; both still
-//! load. From version 5 on, `f64` arrays (linear coefficients, tree
-//! thresholds and leaf values, per-config scores; module [`f64s`]) live in
-//! the same section, 8 bytes (two places) a value, as `{"at": first, "n64":
-//! count}`: exact, and a third of the ~19 characters a value of their text.
-//! `inspect --json` shows number arrays either way (see
-//! [`super::FittedModel::to_json`]).
+//! The float-array codec of the model file.
+//!
+//! Float arrays live in the file's binary section as little-endian bytes
+//! (see [`crate::store::ModelBundle`]). The JSON refers to them by place:
+//! `{"at": first, "n": count}` for `f32` (4-byte places from the section's
+//! start) and `{"at": first, "n64": count}` for `f64` (two places a value;
+//! module [`f64s`]). Older encodings still load: base64 text of the same
+//! bytes, and plain number arrays (see `docs/model-format.md`).
 //!
 //! The binary section is written and read through a per-thread context:
 //! [`collect`] gathers the arrays serialised inside it (anything serialised
@@ -226,7 +221,7 @@ pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f32>, D::Error
 }
 
 /// `f64` arrays in the binary section (format 5 on): `#[serde(with =
-/// "crate::store::floats::f64s")]`. Inside [`collect`] an array is appended
+/// "crate::codec::f64s")]`. Inside [`collect`] an array is appended
 /// as little-endian bytes (two float places a value) and written as
 /// `{"at": first, "n64": count}`; elsewhere it is a plain array of numbers,
 /// which is also what files before version 5 hold and what still loads.
