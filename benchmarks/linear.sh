@@ -7,16 +7,8 @@
 # ray-tasks from ../shared/bench/baselines.py, each once. Prints a table of
 # wall times, ratios and validation scores. Quote ratios from one run only.
 #
-# Status: both targets met. 2026-12-03, 2-core Intel Xeon VM, REPEATS=5 at
-# 3d8adee: groupfit 0.869 s wall (median of 5) against sklearn-joblib
-# 21.999 s (25.3x; target >= 20x), sklearn-loop 33.197 s (38.2x), ray-tasks
-# 29.015 s (33.4x); valid_logloss 0.47643 against 0.47642 (target within
-# 0.002); 51% of the time outside the solver's data passes. Runs vary with
-# the VM's load: another run the same day gave 1.120 s against 23.552 s (21.0x).
-# 2026-12-04, 2-core AMD EPYC VM, REPEATS=3 at b416b30: groupfit 0.403 s
-# (median of 3; one pass, the fused plan cutting no group) against
-# sklearn-joblib 9.493 s (23.5x), sklearn-loop 17.005 s (42.2x), ray-tasks
-# 15.164 s (37.6x); valid_logloss 0.47643 against 0.47642.
+# Targets: >= 20x faster than sklearn-joblib, validation log-loss within
+# 0.002. Figures, with their date, commit and command: docs/benchmarks.md.
 #
 #   benchmarks/linear.sh                 # everything
 #   SYSTEMS="sklearn-joblib" benchmarks/linear.sh

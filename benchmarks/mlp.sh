@@ -14,12 +14,9 @@
 # benchmark-only venv, $OUT/torch-venv (the project's .venv packages are made
 # visible to it by a .pth file; torch goes into the benchmark venv only).
 #
-# Status: both targets met. 2026-12-03, 2-core Intel Xeon VM, defaults at
-# 29a92ae: groupfit 4.062 s wall (median of 3; auto) against ray-tasks
-# 40.190 s (9.9x; target >= 8x the fastest baseline), torch-loop 54.841 s
-# (13.5x), torch-ddp 139.412 s (34.3x); valid_logloss 0.54459 against
-# torch-loop's 0.54727 (-0.00268; target <= +0.01). Training loop 137.2
-# GFLOP in 2.60 s = 52.7 GFLOP/s, 21% of the measured f32 peak (251 GFLOP/s).
+# Targets: >= 8x faster than the fastest baseline, validation log-loss
+# <= torch-loop's + 0.01. Figures, with their date, commit and command:
+# docs/benchmarks.md.
 #
 #   benchmarks/mlp.sh                       # everything
 #   SYSTEMS="torch-loop" REPEATS=1 benchmarks/mlp.sh

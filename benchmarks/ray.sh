@@ -15,17 +15,8 @@
 #                                               # ray-tasks baseline needs torch,
 #                                               # see benchmarks/mlp.sh)
 #
-# Status: the target (>= 5x faster than ray-tasks) is not met. 2026-12-04,
-# 2-core AMD EPYC VM, `REPEATS=3` at 2d602d7, linear: groupfit-ray 6.63 s
-# (median of 5.86, 6.63, 6.64) against ray-tasks 17.28 s (2.6x), same
-# valid_logloss (0.47643 vs 0.47642). Of groupfit-ray's 6.63 s, 4.09 s is
-# importing Ray and groupfit and `ray.init`, 1.96 s the runner's setup
-# (actors, shard transfer, layouts) and 0.30 s the passes: the target
-# (<= 3.5 s here) is below the cost of starting Ray. (On the Intel VM of
-# 2026-12-03 ray-tasks took 33.3 s.) gbdt, `MODEL=gbdt REPEATS=1` at
-# 5f0eeea: groupfit-ray 51.2 s against ray-tasks 101.0 s (2.0x),
-# valid_logloss 0.56706 against 0.56884; the actors (whole groups, one of
-# them also the global model) computed 41.3 s at most, communication 1.1 s.
+# Target: >= 5x faster than ray-tasks (not met). Figures, with their date,
+# commit and command: docs/benchmarks.md.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SHARED=${GROUPFIT_SHARED:-$ROOT/../shared}

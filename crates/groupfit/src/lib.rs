@@ -20,17 +20,20 @@
 //!
 //! ## Map of the crate
 //!
-//! * [`data`] — Parquet ingest, group encoding, the group-sorted layout.
-//! * [`family`] — the interface every model family implements.
-//! * [`linear`] — the linear family: params, fitted model, Newton partial steps.
-//! * [`mlp`] — the MLP family: params, fitted model, mini-batch partial steps.
-//! * [`plan`] — work units, shards and the strategies that place them.
-//! * [`exec`] — the pass driver and the partial-step trait families implement.
-//! * [`tune`] — hyper-parameter grids.
-//! * [`metrics`] — validation metrics.
-//! * [`store`] — the model bundle file and prediction routing.
-//! * [`job`] — `train` and `predict` end to end.
-//! * [`error`] — the one error type.
+//! A module imports only modules in its own layer or below.
+//!
+//! | layer | modules | holds |
+//! |---|---|---|
+//! | 0 | [`error`] | the one error type |
+//! | 1 | `util` (`par`, `trace`, `fs`), `math`, `codec` | threads, tracing, atomic files; vector math; float arrays of the model file |
+//! | 2 | [`data`], [`metrics`], [`tune`], [`plan`] | ingest, keys, layouts; validation scores; grids; plans and the cost model |
+//! | 3 | [`exec`] | the pass driver, calibration, the `PartialStep` trait |
+//! | 4 | [`family`] | the `Family` trait and the data it fits |
+//! | 5 | [`linear`], [`gbdt`], [`mlp`] | each family: params, kernels, fitted model, partial step |
+//! | 6 | [`store`], `registry` | the model bundle and routed predict; the families by name |
+//! | 7 | `remote`, [`job`] | the distributed protocol; `train`, `explain` and `predict` end to end |
+//!
+//! `docs/architecture.md` in the repository describes each module.
 
 #![warn(missing_docs)]
 
