@@ -126,20 +126,18 @@ pub fn build_range(
 /// Element by element, so every copy gives the same values.
 pub fn subtract(parent: &mut [f64], child: &[f64]) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the CPU has the feature the copy is compiled for.
+    if crate::math::simd::level() >= crate::math::simd::Level::Avx512 {
+        // SAFETY: the CPU has the level the copy is compiled for.
         return unsafe { subtract_avx512(parent, child) };
     }
     subtract_impl(parent, child)
 }
 
-/// [`subtract_impl`] compiled for AVX-512 (eight lanes where the baseline
-/// target has two).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn subtract_avx512(parent: &mut [f64], child: &[f64]) {
-    subtract_impl(parent, child)
-}
+crate::math::simd::simd_copy!(
+    /// [`subtract_impl`] compiled for AVX-512 (eight lanes where the baseline
+    /// target has two).
+    Avx512 fn subtract_avx512(parent: &mut [f64], child: &[f64]) => subtract_impl(parent, child)
+);
 
 #[inline(always)]
 fn subtract_impl(parent: &mut [f64], child: &[f64]) {

@@ -18,6 +18,7 @@
 //! (times the learning rate).
 
 use super::histogram::{BinnedGroup, STRIDE};
+use crate::math::simd::{level, simd_copy, Level};
 
 /// Gradient, hessian and row sums.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -156,17 +157,16 @@ pub fn best_split(
     rules: &Rules,
 ) -> Option<Split> {
     #[cfg(target_arch = "x86_64")]
-    {
-        if has_avx512_listing() {
-            // SAFETY: the CPU has the features the copy is compiled for.
-            return unsafe { best_split_avx512(hist, data, features, total, rules) };
+    match level() {
+        // SAFETY: the CPU has the level the copy is compiled for.
+        Level::Avx512Vbmi2 => {
+            return unsafe { best_split_avx512(hist, data, features, total, rules) }
         }
-        if std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("sse4.1")
-        {
-            // SAFETY: as above.
-            return unsafe { best_split_avx2(hist, data, features, total, rules) };
+        // SAFETY: as above.
+        Level::Avx2 | Level::Avx512 => {
+            return unsafe { best_split_avx2(hist, data, features, total, rules) }
         }
+        Level::Scalar => {}
     }
     best_split_impl(hist, data, features, total, rules, Listing::Scalar)
 }
@@ -182,58 +182,28 @@ enum Listing {
     Avx512,
 }
 
-/// Whether the CPU has what [`best_split_avx512`] is compiled for
-/// (detected once: every split search asks).
-#[cfg(target_arch = "x86_64")]
-fn has_avx512_listing() -> bool {
-    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HAS.get_or_init(detect_avx512_listing)
-}
-
-#[cfg(target_arch = "x86_64")]
-fn detect_avx512_listing() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512bw")
-        && std::arch::is_x86_feature_detected!("avx512vl")
-        && std::arch::is_x86_feature_detected!("avx512vbmi2")
-        && std::arch::is_x86_feature_detected!("bmi2")
-        && std::arch::is_x86_feature_detected!("avx2")
-        && std::arch::is_x86_feature_detected!("sse4.1")
-}
-
-/// A copy of [`best_split_impl`] compiled for a set of CPU features, with
-/// the listing of nonzero bins those features allow. Rust never fuses a
-/// multiply and an add on its own, so every copy's results are the
-/// baseline's, bit for bit.
-macro_rules! split_copy {
-    ($(#[$doc:meta])* $name:ident, $features:literal, $listing:expr) => {
-        $(#[$doc])*
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = $features)]
-        unsafe fn $name(
-            hist: &[f64],
-            data: &BinnedGroup<'_>,
-            features: &[usize],
-            total: Sums,
-            rules: &Rules,
-        ) -> Option<Split> {
-            best_split_impl(hist, data, features, total, rules, $listing)
-        }
-    };
-}
-
-split_copy!(
-    /// AVX2 (SSE4.1's rounding instruction for `floor`, which is a libm
-    /// call on the baseline target, and wider registers).
-    best_split_avx2,
-    "avx2,sse4.1",
-    Listing::Avx2
+simd_copy!(
+    /// [`best_split_impl`] for AVX2 (SSE4.1's rounding instruction for
+    /// `floor`, which is a libm call on the baseline target, and wider
+    /// registers).
+    Avx2 fn best_split_avx2(
+        hist: &[f64],
+        data: &BinnedGroup<'_>,
+        features: &[usize],
+        total: Sums,
+        rules: &Rules,
+    ) -> Option<Split> => best_split_impl(hist, data, features, total, rules, Listing::Avx2)
 );
-split_copy!(
-    /// AVX-512, with VBMI2's byte compress for [`nonzero_bins`].
-    best_split_avx512,
-    "avx2,sse4.1,avx512f,avx512bw,avx512vl,avx512vbmi2,bmi2,popcnt",
-    Listing::Avx512
+simd_copy!(
+    /// [`best_split_impl`] for AVX-512, with VBMI2's byte compress for
+    /// [`nonzero_bins`].
+    Avx512Vbmi2 fn best_split_avx512(
+        hist: &[f64],
+        data: &BinnedGroup<'_>,
+        features: &[usize],
+        total: Sums,
+        rules: &Rules,
+    ) -> Option<Split> => best_split_impl(hist, data, features, total, rules, Listing::Avx512)
 );
 
 /// Running sums of gradient, hessian and estimated rows of one feature's
@@ -776,10 +746,8 @@ mod tests {
                 best_split(&hist, &data, &features, total, &r),
             ];
             #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("sse4.1")
-            {
-                // SAFETY: the CPU has the copy's features.
+            if level() >= Level::Avx2 {
+                // SAFETY: the CPU has the copy's level.
                 copies.push(unsafe { best_split_avx2(&hist, &data, &features, total, &r) });
             }
             for got in copies {
@@ -828,13 +796,13 @@ mod tests {
                 .collect();
             assert_eq!(&a[..ka], &want[..], "case {case}");
             #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2") {
+            if level() >= Level::Avx2 {
                 // SAFETY: the CPU has AVX2.
                 let kb = unsafe { nonzero_bins_avx2(&h, last, &mut b) };
                 assert_eq!(&b[..kb], &want[..], "case {case}");
             }
             #[cfg(target_arch = "x86_64")]
-            if has_avx512_listing() {
+            if level() >= Level::Avx512Vbmi2 {
                 // SAFETY: the CPU has the copy's features.
                 let kb = unsafe { nonzero_bins_avx512(&h, last, &mut b) };
                 assert_eq!(&b[..kb], &want[..], "case {case} (avx-512)");

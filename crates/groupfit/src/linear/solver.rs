@@ -18,6 +18,7 @@ use super::kernel::{accumulate_blocks, BlockScratch, UnitRef};
 use super::LinearConfig;
 use crate::data::layout::Block;
 use crate::data::Task;
+use crate::math::simd::{level, simd_copy, Level};
 
 /// Length of one unit's statistics: `[loss, gradient (d+1), Hessian ((d+1)^2),
 /// rows in the Hessian]`. The Hessian is accumulated in its upper triangle
@@ -513,32 +514,20 @@ impl BatchScratch {
 /// Compiled for the widest vector unit present.
 fn newton_batch(used: usize, src: &[&[f64]; BATCH], b: &mut BatchScratch) {
     #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU has the features the copy was compiled for.
-            return unsafe { newton_batch_avx512(used, src, b) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has the features the copy was compiled for.
-            return unsafe { newton_batch_avx2(used, src, b) };
-        }
+    match level() {
+        // SAFETY: the CPU has the level the copy was compiled for.
+        Level::Avx512 | Level::Avx512Vbmi2 => return unsafe { newton_batch_avx512(used, src, b) },
+        // SAFETY: as above.
+        Level::Avx2 => return unsafe { newton_batch_avx2(used, src, b) },
+        Level::Scalar => {}
     }
     newton_batch_impl::<false>(used, src, b)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn newton_batch_avx2(used: usize, src: &[&[f64]; BATCH], b: &mut BatchScratch) {
-    newton_batch_impl::<false>(used, src, b)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn newton_batch_avx512(used: usize, src: &[&[f64]; BATCH], b: &mut BatchScratch) {
-    newton_batch_impl::<true>(used, src, b)
-}
+simd_copy!(Avx2 fn newton_batch_avx2(used: usize, src: &[&[f64]; BATCH], b: &mut BatchScratch)
+    => newton_batch_impl::<false>(used, src, b));
+simd_copy!(Avx512 fn newton_batch_avx512(used: usize, src: &[&[f64]; BATCH], b: &mut BatchScratch)
+    => newton_batch_impl::<true>(used, src, b));
 
 /// The solve of [`newton_batch`]; `WIDE`: the AVX-512 factorisation and
 /// solve (see [`factor_and_solve`]).
@@ -1176,9 +1165,7 @@ mod tests {
         // Every entry path (16, 8, 4, 2 entries a register block, and the
         // last odd one) for sizes 1 to 40: the FMA factors agree with the
         // portable ones to rounding, lane by lane, and flag the same lanes.
-        if !(std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("fma"))
-        {
+        if crate::math::simd::level() < crate::math::simd::Level::Avx512 {
             return;
         }
         for p in 1..=40 {

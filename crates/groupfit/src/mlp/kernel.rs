@@ -10,6 +10,7 @@
 //! [`StepScratch`] that grows to the largest step and is then reused.
 
 use crate::data::Task;
+use crate::math::simd::{level, simd_copy, Level};
 use crate::math::{exp_neg, log1p_unit};
 
 use super::Optimizer;
@@ -183,47 +184,44 @@ pub fn batch_gradients<'n>(
     s: &mut StepScratch,
 ) {
     #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU has the features the copy was compiled for.
-            return unsafe { gradients_avx512(task, d, rows, total, n_nets, net, out, stride, s) };
+    match level() {
+        // SAFETY: the CPU has the level the copy was compiled for.
+        Level::Avx512 | Level::Avx512Vbmi2 => {
+            return unsafe { gradients_avx512(task, d, rows, total, n_nets, net, out, stride, s) }
         }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: as above.
-            return unsafe { gradients_avx2(task, d, rows, total, n_nets, net, out, stride, s) };
+        // SAFETY: as above.
+        Level::Avx2 => {
+            return unsafe { gradients_avx2(task, d, rows, total, n_nets, net, out, stride, s) }
         }
+        Level::Scalar => {}
     }
     gradients(task, d, rows, total, n_nets, net, out, stride, s)
 }
 
-/// Copies of [`gradients`] compiled for a CPU feature set (the elementwise
-/// loops vectorise to its width).
-macro_rules! feature_copy {
-    ($name:ident, $features:literal) => {
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = $features)]
-        #[allow(clippy::too_many_arguments)]
-        unsafe fn $name<'n>(
-            task: Task,
-            d: usize,
-            rows: usize,
-            total: usize,
-            n_nets: usize,
-            net: &dyn Fn(usize) -> (Net<'n>, usize),
-            out: &mut [f64],
-            stride: usize,
-            s: &mut StepScratch,
-        ) {
-            gradients(task, d, rows, total, n_nets, net, out, stride, s)
-        }
-    };
-}
-feature_copy!(gradients_avx512, "avx512f,avx2,fma");
-feature_copy!(gradients_avx2, "avx2,fma");
+simd_copy!(Avx512 fn gradients_avx512<'n>(
+    task: Task,
+    d: usize,
+    rows: usize,
+    total: usize,
+    n_nets: usize,
+    net: &dyn Fn(usize) -> (Net<'n>, usize),
+    out: &mut [f64],
+    stride: usize,
+    s: &mut StepScratch,
+)
+    => gradients(task, d, rows, total, n_nets, net, out, stride, s));
+simd_copy!(Avx2 fn gradients_avx2<'n>(
+    task: Task,
+    d: usize,
+    rows: usize,
+    total: usize,
+    n_nets: usize,
+    net: &dyn Fn(usize) -> (Net<'n>, usize),
+    out: &mut [f64],
+    stride: usize,
+    s: &mut StepScratch,
+)
+    => gradients(task, d, rows, total, n_nets, net, out, stride, s));
 
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
@@ -540,30 +538,21 @@ pub fn optimizer_step(
     st: &mut OptState,
 ) {
     #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU has the features the copy was compiled for.
-            return unsafe { step_avx512(optimizer, lr, weight_decay, params, grad, st) };
-        }
+    if level() >= Level::Avx512 {
+        // SAFETY: the CPU has the level the copy was compiled for.
+        return unsafe { step_avx512(optimizer, lr, weight_decay, params, grad, st) };
     }
     step(optimizer, lr, weight_decay, params, grad, st)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn step_avx512(
+simd_copy!(Avx512 fn step_avx512(
     optimizer: Optimizer,
     lr: f64,
     weight_decay: f64,
     params: &mut [f32],
     grad: &[f64],
     st: &mut OptState,
-) {
-    step(optimizer, lr, weight_decay, params, grad, st)
-}
+) => step(optimizer, lr, weight_decay, params, grad, st));
 
 #[inline(always)]
 fn step(
