@@ -18,7 +18,7 @@ use arrow_pyarrow::{PyArrowType, ToPyArrow};
 use arrow_schema::{ArrowError, DataType, Field, Schema};
 use groupfit::data::Task;
 use groupfit::error::GroupfitError as EngineError;
-use groupfit::family::{family, Family};
+use groupfit::registry::{family, AnyFamily};
 use groupfit::job::{self, TrainSpec};
 use groupfit::plan::Strategy;
 use groupfit::store::ModelBundle;
@@ -206,7 +206,7 @@ fn train(
     };
     let out = py.detach(|| -> Result<job::TrainOutput, EngineError> {
         let registered;
-        let fam: &dyn Family = match &remote {
+        let fam: &dyn AnyFamily = match &remote {
             Some(r) => r,
             None => {
                 registered = family(&model)?;
@@ -435,7 +435,7 @@ fn version() -> &'static str {
 /// Model families the engine knows.
 #[pyfunction]
 fn models() -> Vec<String> {
-    groupfit::family::MODELS
+    groupfit::registry::MODELS
         .iter()
         .map(|s| s.to_string())
         .collect()

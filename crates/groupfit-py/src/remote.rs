@@ -11,13 +11,15 @@ use arrow_schema::{DataType, Field, Schema};
 use groupfit::data::{rows_per_group, training_means};
 use groupfit::data::{Column, ColumnValues};
 use groupfit::error::{GroupfitError, Result};
-use groupfit::exec::remote::{self, Coordinator as Coord, ShardSpec, WorkerSession as Session};
-use groupfit::exec::whole;
+use groupfit::remote::{self, Coordinator as Coord, ShardSpec, WorkerSession as Session};
+use groupfit::remote::whole;
 use groupfit::exec::{PassProgress, RunReport};
 use groupfit::family::{Family, FamilyFit, TrainData, UnitFit};
+use groupfit::registry::AnyFamily;
+use groupfit::tune::ParamWords;
 use groupfit::plan::Strategy;
 use groupfit::store::FittedModel;
-use groupfit::tune::{linear_configs, ConfigEntry};
+use groupfit::tune::ConfigEntry;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
@@ -342,11 +344,11 @@ pub fn fit_whole<'py>(
 }
 
 /// A registered family fitted by a Python driver on remote workers: the
-/// linear family through the partial-step API (`exec::remote`, groups cut
-/// across workers), the others with whole groups per worker (`exec::whole`).
+/// linear family through the partial-step API (`remote`, groups cut
+/// across workers), the others with whole groups per worker (`remote::whole`).
 pub struct RemoteFamily {
     /// The registered family.
-    pub inner: Box<dyn Family + Send + Sync>,
+    pub inner: Box<dyn AnyFamily>,
     /// Linear: `driver(shards) -> dict(models=[bytes], standardisation=bytes, passes=int, passes_s=float)`
     /// where `shards` is a list of `(spec_json, shard)`: `shard` is a
     /// `pyarrow.RecordBatch` (target, then features) when the training data
@@ -420,7 +422,7 @@ fn whole_batch(
 
 impl RemoteFamily {
     /// Whole groups per worker (families without a remote partial step).
-    fn fit_whole(&self, data: &TrainData<'_>, configs: &[ConfigEntry]) -> Result<FamilyFit> {
+    fn fit_whole(&self, data: &TrainData<'_>, configs: &[ConfigEntry]) -> Result<FamilyFit<FittedModel>> {
         let d = data.columns.len();
         let ng = data.n_groups;
         let overhead = self.inner.model_overhead_rows(configs);
@@ -531,8 +533,14 @@ impl RemoteFamily {
 }
 
 impl Family for RemoteFamily {
+    type Model = FittedModel;
+
     fn name(&self) -> &'static str {
         self.inner.name()
+    }
+
+    fn words(&self) -> &dyn ParamWords {
+        self.inner.words()
     }
 
     fn check(&self, configs: &[ConfigEntry]) -> Result<()> {
@@ -549,11 +557,11 @@ impl Family for RemoteFamily {
         data: &TrainData<'_>,
         configs: &[ConfigEntry],
         _on: &mut dyn FnMut(PassProgress),
-    ) -> Result<FamilyFit> {
+    ) -> Result<FamilyFit<FittedModel>> {
         if self.inner.name() != "linear" {
             return self.fit_whole(data, configs);
         }
-        let configs = linear_configs(configs)?;
+        let configs = groupfit::linear::configs(configs)?;
         let d = data.source.map_or(data.columns.len(), |s| s.features.len());
         let ng = data.n_groups;
         let (order, start) = remote::group_sorted(data.rows, data.group_of, ng);
@@ -639,7 +647,7 @@ impl Family for RemoteFamily {
                 "remote worker protocol: short standardisation",
             ));
         }
-        let mut units: Vec<Vec<UnitFit>> = fitted
+        let mut units: Vec<Vec<UnitFit<FittedModel>>> = fitted
             .into_iter()
             .map(|us| {
                 us.into_iter()

@@ -1,41 +1,19 @@
-//! Model families: how `job::train` reaches linear models, trees and networks
-//! through one interface.
+//! The interface of a model family: what it is given ([`TrainData`]) and
+//! what it returns ([`FamilyFit`], one fitted model per (group, config)
+//! unit).
 //!
-//! A family gets the prepared training data ([`TrainData`]: raw feature
-//! columns, target, training rows with their dense group ids, which groups get
-//! their own models, the validation rows) and the grid, and returns one fitted
-//! model per (group, config) unit ([`FamilyFit`]). Everything around it —
-//! reading, group encoding, the split, fallbacks, validation scoring, config
-//! selection, the bundle — is shared and lives in [`crate::job`].
-//!
-//! Adding a family: implement [`Family`], add a match arm to [`family`] and its
-//! name to [`MODELS`], and a variant to [`crate::store::FittedModel`].
+//! A family lives in its own folder (`linear/`, `gbdt/`, `mlp/`) and
+//! implements [`Family`] there, with its own fitted model type. Everything
+//! around it (reading, group encoding, the split, fallbacks, validation
+//! scoring, config selection, the bundle) is shared and lives in `job`,
+//! which reaches the families by name through `registry`.
 
 use crate::data::keys::GroupKey;
-use crate::data::layout::{GroupedMatrix, LayoutInput};
 use crate::data::{Column, Task};
 use crate::error::{GroupfitError, Result};
 use crate::exec::{Explain, PassProgress, RunReport};
-use crate::linear::grouped::{explain_grouped, fit_grouped};
 use crate::plan::Strategy;
-use crate::store::FittedModel;
-use crate::tune::{linear_configs, ConfigEntry};
-
-/// Model families `train` knows, as named by `--model`.
-pub const MODELS: &[&str] = &["linear", "gbdt", "mlp"];
-
-/// The family called `name`.
-pub fn family(name: &str) -> Result<Box<dyn Family + Send + Sync>> {
-    match name {
-        "linear" => Ok(Box::new(Linear)),
-        "gbdt" => Ok(Box::new(Gbdt)),
-        "mlp" => Ok(Box::new(crate::mlp::grouped::Mlp)),
-        _ => Err(GroupfitError::arg(format!(
-            "unknown model '{name}' (available: {})",
-            MODELS.join(", ")
-        ))),
-    }
-}
+use crate::tune::{ConfigEntry, NoWords, ParamWords};
 
 /// Validation rows: indices into `columns`/`target`, with each row's dense
 /// group (`None`: a group not in the training data).
@@ -106,9 +84,9 @@ pub struct TrainData<'a> {
 
 /// One fitted (group, config) unit.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct UnitFit {
+pub struct UnitFit<M> {
     /// The model, ready to predict raw (imputed per [`FamilyFit::impute`]) rows.
-    pub model: FittedModel,
+    pub model: M,
     /// Iterations (Newton steps, boosting rounds, epochs) taken.
     pub iterations: u32,
     /// Whether it met its stopping criterion (rather than an iteration limit).
@@ -117,10 +95,10 @@ pub struct UnitFit {
 
 /// What a family returns.
 #[derive(Debug, Clone)]
-pub struct FamilyFit {
+pub struct FamilyFit<M> {
     /// Per group (`n_groups + 1`, the global model last): empty when the group
     /// is not fitted, otherwise one unit per config in grid order.
-    pub units: Vec<Vec<UnitFit>>,
+    pub units: Vec<Vec<UnitFit<M>>>,
     /// Per-feature values replacing NaN before `predict_row`; empty: no
     /// imputation, NaN reaches the model.
     pub impute: Vec<f64>,
@@ -128,10 +106,40 @@ pub struct FamilyFit {
     pub report: RunReport,
 }
 
+impl<M> FamilyFit<M> {
+    /// The same fit with every model converted by `f`.
+    pub fn map_models<N>(self, mut f: impl FnMut(M) -> N) -> FamilyFit<N> {
+        let units = self
+            .units
+            .into_iter()
+            .map(|us| {
+                us.into_iter()
+                    .map(|u| UnitFit {
+                        model: f(u.model),
+                        iterations: u.iterations,
+                        converged: u.converged,
+                    })
+                    .collect()
+            })
+            .collect();
+        FamilyFit {
+            units,
+            impute: self.impute,
+            report: self.report,
+        }
+    }
+}
+
 /// A model family.
 pub trait Family {
+    /// The fitted model of one unit.
+    type Model;
     /// Its `--model` name.
     fn name(&self) -> &'static str;
+    /// The parameters it takes as words (the grid stores numbers).
+    fn words(&self) -> &dyn ParamWords {
+        &NoWords
+    }
     /// Checks the grid's parameters (before any data is read).
     fn check(&self, configs: &[ConfigEntry]) -> Result<()>;
     /// Whether the family reads the training rows' features itself, from
@@ -156,7 +164,7 @@ pub trait Family {
         data: &TrainData<'_>,
         configs: &[ConfigEntry],
         on: &mut dyn FnMut(PassProgress),
-    ) -> Result<FamilyFit>;
+    ) -> Result<FamilyFit<Self::Model>>;
     /// What the planner would do with this job, without training (`groupfit
     /// explain`): the family builds its data layout and starting units and
     /// hands its pass family to [`crate::exec::explain`].
@@ -166,167 +174,5 @@ pub trait Family {
             "explain is not available for the {} family",
             self.name()
         )))
-    }
-}
-
-/// The linear family's layout: group-sorted, standardised, with the global
-/// pseudo-group when the global model is fitted.
-fn linear_layout(data: &TrainData<'_>) -> Result<GroupedMatrix> {
-    GroupedMatrix::build(LayoutInput {
-        columns: data.columns,
-        target: data.target,
-        rows: data.rows,
-        group_of: data.group_of,
-        n_groups: data.n_groups,
-        with_global: data.fit[data.n_groups],
-        threads: data.threads,
-    })
-}
-
-/// Regularised linear and logistic regression (sklearn's objective).
-pub struct Linear;
-
-impl Family for Linear {
-    fn name(&self) -> &'static str {
-        "linear"
-    }
-
-    fn check(&self, configs: &[ConfigEntry]) -> Result<()> {
-        linear_configs(configs).map(|_| ())
-    }
-
-    fn fit(
-        &self,
-        data: &TrainData<'_>,
-        configs: &[ConfigEntry],
-        on: &mut dyn FnMut(PassProgress),
-    ) -> Result<FamilyFit> {
-        let configs = linear_configs(configs)?;
-        let matrix = linear_layout(data)?;
-        if crate::util::trace::trace() {
-            eprintln!("[groupfit] linear layout built");
-        }
-        let (fitted, report) = fit_grouped(
-            &matrix,
-            data.task,
-            &configs,
-            data.fit,
-            data.strategy,
-            data.threads,
-            on,
-        );
-        let mut units: Vec<Vec<UnitFit>> = fitted
-            .into_iter()
-            .map(|us| {
-                us.into_iter()
-                    .map(|u| UnitFit {
-                        model: FittedModel::Linear(u.model),
-                        iterations: u.iterations,
-                        converged: u.converged,
-                    })
-                    .collect()
-            })
-            .collect();
-        // Without the global pseudo-group, its (empty) entry.
-        units.resize_with(data.n_groups + 1, Vec::new);
-        Ok(FamilyFit {
-            units,
-            impute: matrix.impute().to_vec(),
-            report,
-        })
-    }
-
-    fn explain(&self, data: &TrainData<'_>, configs: &[ConfigEntry]) -> Result<Explain> {
-        let configs = linear_configs(configs)?;
-        let matrix = linear_layout(data)?;
-        Ok(explain_grouped(
-            &matrix,
-            data.task,
-            &configs,
-            data.fit,
-            data.threads,
-        ))
-    }
-}
-
-/// Histogram gradient-boosted trees (LightGBM's parameters and defaults);
-/// missing values are handled natively, so there is no imputation.
-pub struct Gbdt;
-
-impl Family for Gbdt {
-    fn name(&self) -> &'static str {
-        "gbdt"
-    }
-
-    fn check(&self, configs: &[ConfigEntry]) -> Result<()> {
-        crate::gbdt::configs(configs).map(|_| ())
-    }
-
-    fn model_overhead_rows(&self, configs: &[ConfigEntry]) -> usize {
-        // A tree's split searches (about two per leaf) each visit every bin
-        // of every feature, where a row is visited by about two or three
-        // histograms per tree: a booster costs about `num_leaves * max_bin`
-        // rows beyond its own. On the benchmark data (1,000 Zipf groups,
-        // num_leaves 15 and 31) two Ray actors then took 35.6 s and 40.7 s;
-        // placed by rows alone, the slower took 57 s.
-        crate::gbdt::configs(configs).map_or(0, |cs| {
-            let total: usize = cs
-                .iter()
-                .map(|c| c.num_leaves() as usize * c.max_bin() as usize)
-                .sum();
-            total / cs.len().max(1)
-        })
-    }
-
-    fn fit(
-        &self,
-        data: &TrainData<'_>,
-        configs: &[ConfigEntry],
-        on: &mut dyn FnMut(PassProgress),
-    ) -> Result<FamilyFit> {
-        let configs = crate::gbdt::configs(configs)?;
-        let (fitted, report) = crate::gbdt::grouped::fit_grouped(data, &configs, on);
-        let units = fitted
-            .into_iter()
-            .map(|us| {
-                us.into_iter()
-                    .map(|u| UnitFit {
-                        model: FittedModel::Gbdt(u.model),
-                        iterations: u.rounds as u32,
-                        converged: true,
-                    })
-                    .collect()
-            })
-            .collect();
-        Ok(FamilyFit {
-            units,
-            impute: Vec::new(),
-            report,
-        })
-    }
-
-    fn explain(&self, data: &TrainData<'_>, configs: &[ConfigEntry]) -> Result<Explain> {
-        let configs = crate::gbdt::configs(configs)?;
-        Ok(crate::gbdt::grouped::explain_grouped(data, &configs))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tune::Grid;
-
-    #[test]
-    fn trees_weigh_num_leaves_times_max_bin_per_model() {
-        let grid = |specs: &[&str]| {
-            Grid::parse(&specs.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-                .unwrap()
-                .points()
-        };
-        // The mean over the grid: (15 + 31) / 2 * 255.
-        let trees = grid(&["num_leaves=15,31"]);
-        assert_eq!(Gbdt.model_overhead_rows(&trees), 23 * 255);
-        assert_eq!(Gbdt.model_overhead_rows(&grid(&["max_bin=63"])), 31 * 63);
-        assert_eq!(Linear.model_overhead_rows(&grid(&["C=0.1,1"])), 0);
     }
 }

@@ -21,7 +21,8 @@ use crate::data::{
 };
 use crate::error::{GroupfitError, Result};
 use crate::exec::PassProgress;
-use crate::family::{family, Family, FamilyFit, FeatureSource, TrainData, UnitFit, ValidData};
+use crate::family::{FamilyFit, FeatureSource, TrainData, UnitFit, ValidData};
+use crate::registry::{family, AnyFamily};
 use crate::metrics;
 use crate::plan::Strategy;
 use crate::store::{
@@ -31,7 +32,7 @@ use crate::tune::{ConfigEntry, Grid};
 use crate::util::par::{resolve_threads, MAX_THREADS};
 
 /// Model families `train` knows (see [`crate::family`]).
-pub use crate::family::MODELS;
+pub use crate::registry::MODELS;
 
 /// What to train. Build it with struct-update syntax over [`TrainSpec::new`].
 #[derive(Debug, Clone)]
@@ -327,7 +328,7 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
 /// scoring and selection).
 pub fn train_with(
     spec: &TrainSpec,
-    family: &dyn Family,
+    family: &dyn AnyFamily,
     on: &mut dyn FnMut(Event),
 ) -> Result<TrainOutput> {
     let t0 = Instant::now();
@@ -354,7 +355,7 @@ pub fn train_table(
 /// [`train_table`] with the fitting done by `family` (see [`train_with`]).
 pub fn train_table_with(
     spec: &TrainSpec,
-    family: &dyn Family,
+    family: &dyn AnyFamily,
     train: &RecordBatch,
     valid: Option<&RecordBatch>,
     on: &mut dyn FnMut(Event),
@@ -612,7 +613,7 @@ impl Inputs {
     fn run(
         self,
         spec: &TrainSpec,
-        family: &dyn Family,
+        family: &dyn AnyFamily,
         t0: Instant,
         mode: Mode,
         on: &mut dyn FnMut(Event),
@@ -633,7 +634,7 @@ impl Inputs {
 }
 
 /// Checks `spec` and reads its Parquet inputs (only the columns it needs).
-fn read_inputs(spec: &TrainSpec, family: &dyn Family, on: &mut dyn FnMut(Event)) -> Result<Inputs> {
+fn read_inputs(spec: &TrainSpec, family: &dyn AnyFamily, on: &mut dyn FnMut(Event)) -> Result<Inputs> {
     let points = prepare(spec, family)?;
     let path = spec.data.as_path();
     let schema = parquet_schema(path)?;
@@ -682,8 +683,8 @@ fn no_validation_rows(n_configs: usize) -> GroupfitError {
 }
 
 /// Checks the arguments that need no data; returns the grid.
-fn prepare(spec: &TrainSpec, fam: &dyn Family) -> Result<Vec<ConfigEntry>> {
-    let points = Grid::parse(&spec.params)?.points();
+fn prepare(spec: &TrainSpec, fam: &dyn AnyFamily) -> Result<Vec<ConfigEntry>> {
+    let points = Grid::parse(&spec.params, fam.words())?.points();
     fam.check(&points)?;
     if spec.by.is_empty() {
         return Err(GroupfitError::arg(
@@ -817,7 +818,7 @@ fn feature_columns(
 #[allow(clippy::too_many_arguments)]
 fn fit_tables(
     spec: &TrainSpec,
-    family: &dyn Family,
+    family: &dyn AnyFamily,
     points: Vec<ConfigEntry>,
     features: Vec<String>,
     (batch, path): (&RecordBatch, &Path),
@@ -1083,7 +1084,7 @@ fn fit_tables(
         let own = fit[g];
         let (route, config, model, iterations) = if own {
             let k = sel.chosen.unwrap_or(default_config);
-            let u: UnitFit = fitted[g].swap_remove(k);
+            let u: UnitFit<FittedModel> = fitted[g].swap_remove(k);
             *chosen_configs.entry(points[k].name.clone()).or_default() += 1;
             (Route::Own, Some(k), Some(u.model), u.iterations)
         } else if selection.global_config.is_some() {
@@ -1212,7 +1213,7 @@ struct GroupSelection {
 fn select(
     task: Task,
     rows: &ScoreRows<'_>,
-    fitted: &[Vec<UnitFit>],
+    fitted: &[Vec<UnitFit<FittedModel>>],
     n_groups: usize,
     n_configs: usize,
     threads: usize,

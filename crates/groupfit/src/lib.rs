@@ -49,6 +49,8 @@ pub mod math;
 pub mod metrics;
 pub mod mlp;
 pub mod plan;
+pub mod registry;
+pub mod remote;
 pub mod store;
 pub mod tune;
 pub mod util;

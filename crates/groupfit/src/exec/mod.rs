@@ -11,8 +11,6 @@
 //! families own no threads and no global state, so the same three calls can
 //! run on remote workers.
 
-pub mod remote;
-pub mod whole;
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};

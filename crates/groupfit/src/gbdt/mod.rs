@@ -18,6 +18,7 @@
 //! a fitted model is a [`GbdtModel`].
 
 pub mod binning;
+pub mod family;
 pub mod booster;
 pub mod grouped;
 pub mod histogram;
@@ -29,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use crate::data::Task;
 use crate::error::{GroupfitError, Result};
 use crate::math::sigmoid;
+pub use family::{configs, Gbdt};
 pub use tree::Tree;
 
 /// The names `--param` accepts for the gbdt family (`num_iterations` is an
@@ -304,20 +306,6 @@ impl GbdtConfig {
     pub fn early_stopping_rounds(&self) -> u32 {
         self.early_stopping_rounds
     }
-}
-
-/// The checked configs of every grid point (`params` as in the model file).
-pub fn configs(points: &[crate::tune::ConfigEntry]) -> Result<Vec<GbdtConfig>> {
-    points
-        .iter()
-        .map(|p| {
-            let mut b = GbdtParams::new();
-            for (name, &v) in &p.params {
-                b = b.set(name, v)?;
-            }
-            b.check()
-        })
-        .collect()
 }
 
 /// A fitted booster: `raw(x) = init + sum of trees`, the probability

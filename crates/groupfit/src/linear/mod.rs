@@ -13,11 +13,14 @@
 //! any plan (whole groups per worker, row ranges, shards on remote workers)
 //! computes the same models.
 
+pub mod family;
 pub mod grouped;
 pub mod kernel;
 pub mod solver;
 
 use serde::{Deserialize, Serialize};
+
+pub use family::{configs, Linear};
 
 use crate::data::Task;
 use crate::math::sigmoid;

@@ -23,10 +23,13 @@
 //!   units. `layers=64` is the same as `hidden=64`.
 //! * `optimizer=adam` is `0`, `optimizer=sgd` is `1`.
 
+pub mod family;
 pub mod grouped;
 pub mod kernel;
 
 use serde::{Deserialize, Serialize};
+
+pub use family::{configs, Mlp, MlpWords};
 
 use crate::data::Task;
 use crate::error::{GroupfitError, Result};
@@ -381,20 +384,6 @@ impl MlpConfig {
         }
         f
     }
-}
-
-/// The MLP family's checked configurations for every grid point.
-pub fn configs(points: &[crate::tune::ConfigEntry]) -> Result<Vec<MlpConfig>> {
-    points
-        .iter()
-        .map(|p| {
-            let mut b = MlpParams::new();
-            for (name, &v) in &p.params {
-                b = b.set(name, v)?;
-            }
-            b.check()
-        })
-        .collect()
 }
 
 /// One dense layer: `out = in · w + b`, `w` row-major `n_in × n_out`.

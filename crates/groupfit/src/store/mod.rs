@@ -50,6 +50,24 @@ pub enum FittedModel {
     Mlp(MlpModel),
 }
 
+impl From<LinearModel> for FittedModel {
+    fn from(m: LinearModel) -> Self {
+        FittedModel::Linear(m)
+    }
+}
+
+impl From<GbdtModel> for FittedModel {
+    fn from(m: GbdtModel) -> Self {
+        FittedModel::Gbdt(m)
+    }
+}
+
+impl From<MlpModel> for FittedModel {
+    fn from(m: MlpModel) -> Self {
+        FittedModel::Mlp(m)
+    }
+}
+
 impl FittedModel {
     /// Checks the model's shapes against `d` features (see
     /// [`ModelBundle::check`]).

@@ -6,13 +6,40 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{GroupfitError, Result};
-use crate::linear::{LinearConfig, LinearParams};
 
-/// A parsed grid: parameter names with their candidate values, in the order given.
+/// A parsed grid: parameter names with their candidate values (and how
+/// each is written in config names), in the order given.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Grid {
-    params: Vec<(String, Vec<f64>)>,
+    params: Vec<(String, Vec<(f64, String)>)>,
 }
+
+/// The parameters a family takes as words (`layers=64x32`, `optimizer=sgd`).
+/// The grid stores numbers; the family says how its words map to them.
+pub trait ParamWords {
+    /// The number `text` stands for, when `name` takes words and `text` is one.
+    fn encode(&self, name: &str, text: &str) -> Option<f64> {
+        let _ = (name, text);
+        None
+    }
+    /// What `name` takes, for the message on a value that is neither one of
+    /// its words nor a number; `None` for numeric parameters.
+    fn form(&self, name: &str) -> Option<String> {
+        let _ = name;
+        None
+    }
+    /// How `value` of `name` is written back in config names; `None` for
+    /// plain numbers.
+    fn display(&self, name: &str, value: f64) -> Option<String> {
+        let _ = (name, value);
+        None
+    }
+}
+
+/// A family whose parameters are all numbers.
+pub struct NoWords;
+
+impl ParamWords for NoWords {}
 
 /// One grid point as written in the model file and summaries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,15 +51,17 @@ pub struct ConfigEntry {
 }
 
 impl Grid {
-    /// Parses specs like `C=0.01,0.1,1` (one name per spec; a name twice is an error).
+    /// Parses specs like `C=0.01,0.1,1` (one name per spec; a name twice is
+    /// an error), with the family's word-valued parameters.
     ///
     /// ```
-    /// let g = groupfit::tune::Grid::parse(&["C=0.1,1".into(), "max_iter=50".into()]).unwrap();
+    /// use groupfit::tune::{Grid, NoWords};
+    /// let g = Grid::parse(&["C=0.1,1".into(), "max_iter=50".into()], &NoWords).unwrap();
     /// assert_eq!(g.points().len(), 2);
     /// assert_eq!(g.points()[1].name, "C=1,max_iter=50");
     /// ```
-    pub fn parse(specs: &[String]) -> Result<Grid> {
-        let mut params: Vec<(String, Vec<f64>)> = Vec::new();
+    pub fn parse(specs: &[String], words: &dyn ParamWords) -> Result<Grid> {
+        let mut params: Vec<(String, Vec<(f64, String)>)> = Vec::new();
         for spec in specs {
             let (name, values) = spec
                 .split_once('=')
@@ -53,14 +82,12 @@ impl Grid {
             let mut vals = Vec::new();
             for v in values.split(',') {
                 let v = v.trim();
-                // Word values of the MLP family (`layers=64x32`, `optimizer=sgd`)
-                // are stored as the numbers `mlp::encode_param` gives.
-                let x: f64 = match crate::mlp::encode_param(name, v) {
+                let x: f64 = match words.encode(name, v) {
                     Some(x) => x,
                     None => v.parse().map_err(|_| {
                         GroupfitError::param(
                             name,
-                            match crate::mlp::word_form(name) {
+                            match words.form(name) {
                                 Some(form) => format!("'{v}' is not valid: expected {form}"),
                                 None if v.is_empty() => "an empty value; expected a number \
                                      (list values as NAME=V1,V2)"
@@ -70,7 +97,8 @@ impl Grid {
                         )
                     })?,
                 };
-                vals.push(x);
+                let label = words.display(name, x).unwrap_or_else(|| x.to_string());
+                vals.push((x, label));
             }
             params.push((name.to_string(), vals));
         }
@@ -83,9 +111,9 @@ impl Grid {
         for (name, vals) in &self.params {
             let mut next = Vec::with_capacity(out.len() * vals.len());
             for base in &out {
-                for &v in vals {
+                for (i, &(v, _)) in vals.iter().enumerate() {
                     let mut m = base.clone();
-                    m.insert(name.clone(), v);
+                    m.insert(name.clone(), (v, i));
                     next.push(m);
                 }
             }
@@ -98,72 +126,87 @@ impl Grid {
                 } else {
                     self.params
                         .iter()
-                        .map(|(n, _)| match crate::mlp::display_param(n, m[n]) {
-                            Some(word) => format!("{n}={word}"),
-                            None => format!("{n}={}", m[n]),
-                        })
+                        .map(|(n, vals)| format!("{n}={}", vals[m[n].1].1))
                         .collect::<Vec<_>>()
                         .join(",")
                 },
-                params: m,
+                params: m.into_iter().map(|(n, (v, _))| (n, v)).collect(),
             })
             .collect()
     }
-}
-
-/// The linear family's checked configurations for every grid point.
-pub fn linear_configs(points: &[ConfigEntry]) -> Result<Vec<LinearConfig>> {
-    points
-        .iter()
-        .map(|p| {
-            let mut b = LinearParams::new();
-            for (name, &v) in &p.params {
-                b = b.set(name, v)?;
-            }
-            b.check()
-        })
-        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn parse(specs: &[&str]) -> Result<Grid> {
+        let specs: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
+        Grid::parse(&specs, &NoWords)
+    }
+
     #[test]
     fn product_of_lists() {
-        let g = Grid::parse(&["C=1,2".into(), "max_iter=5,6,7".into()]).unwrap();
-        let pts = g.points();
+        let pts = parse(&["C=1,2", "max_iter=5,6,7"]).unwrap().points();
         assert_eq!(pts.len(), 6);
         assert_eq!(pts[0].name, "C=1,max_iter=5");
         assert_eq!(pts[5].name, "C=2,max_iter=7");
-        assert_eq!(linear_configs(&pts).unwrap()[4].max_iter(), 6);
+        assert_eq!(pts[4].params["max_iter"], 6.0);
     }
 
     #[test]
     fn bad_specs_are_named() {
         assert_eq!(
-            Grid::parse(&["C=0.1,x".into()]).unwrap_err().to_string(),
+            parse(&["C=0.1,x"]).unwrap_err().to_string(),
             "invalid parameter 'C': 'x' is not a number"
         );
-        assert!(Grid::parse(&["C".into()]).is_err());
-        assert!(Grid::parse(&["C=1".into(), "C=2".into()]).is_err());
-        let pts = Grid::parse(&["C=-1".into()]).unwrap().points();
-        assert!(linear_configs(&pts).is_err());
+        assert!(parse(&["C"]).is_err());
+        assert!(parse(&["C=1", "C=2"]).is_err());
+    }
+
+    /// A family with one word-valued parameter, `speed=slow|fast` (1, 2).
+    struct Speed;
+
+    impl ParamWords for Speed {
+        fn encode(&self, name: &str, text: &str) -> Option<f64> {
+            match (name, text) {
+                ("speed", "slow") => Some(1.0),
+                ("speed", "fast") => Some(2.0),
+                _ => None,
+            }
+        }
+        fn form(&self, name: &str) -> Option<String> {
+            (name == "speed").then(|| "slow or fast".to_string())
+        }
+        fn display(&self, name: &str, value: f64) -> Option<String> {
+            match (name, value) {
+                ("speed", v) if v == 1.0 => Some("slow".into()),
+                ("speed", v) if v == 2.0 => Some("fast".into()),
+                _ => None,
+            }
+        }
     }
 
     #[test]
-    fn mlp_words_are_encoded_and_named() {
-        let g = Grid::parse(&["layers=64x32,8".into(), "optimizer=sgd".into()]).unwrap();
-        let pts = g.points();
-        assert_eq!(pts[0].name, "layers=64x32,optimizer=sgd");
-        assert_eq!(pts[0].params["layers"], 640032.0);
-        assert_eq!(pts[1].name, "layers=8,optimizer=sgd");
-        assert!(Grid::parse(&["layers=64y32".into()]).is_err());
+    fn a_familys_words_are_encoded_and_named() {
+        let specs = ["speed=fast,1".to_string(), "C=0.5".to_string()];
+        let pts = Grid::parse(&specs, &Speed).unwrap().points();
+        assert_eq!(pts[0].name, "speed=fast,C=0.5");
+        assert_eq!(pts[0].params["speed"], 2.0);
+        assert_eq!(pts[1].name, "speed=slow,C=0.5");
+        assert_eq!(
+            Grid::parse(&["speed=warp".to_string()], &Speed)
+                .unwrap_err()
+                .to_string(),
+            "invalid parameter 'speed': 'warp' is not valid: expected slow or fast"
+        );
+        // Without the family's words, a word is not a number.
+        assert!(parse(&["speed=fast"]).is_err());
     }
 
     #[test]
     fn empty_grid_is_one_default_point() {
-        let pts = Grid::parse(&[]).unwrap().points();
+        let pts = parse(&[]).unwrap().points();
         assert_eq!(pts.len(), 1);
         assert_eq!(pts[0].name, "default");
     }

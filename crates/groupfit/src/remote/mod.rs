@@ -27,6 +27,8 @@
 //! Every message is a `Vec<f64>` (group ids and counts are small integers,
 //! exact in `f64`); the caller moves them as bytes.
 
+pub mod whole;
+
 use serde::{Deserialize, Serialize};
 
 use crate::data::layout::{std_or_one, GivenStats, GroupedMatrix, LayoutInput, BLOCK};

@@ -3,7 +3,7 @@
 //!
 //! The driver places every fitted group, and the global model, whole on one
 //! worker ([`place_whole`]: largest first to the least-loaded worker, the
-//! placement [`super::remote::place`] makes when no group is cut). A worker
+//! placement [`super::place`] makes when no group is cut). A worker
 //! gets a [`WholeSpec`] and its rows in table order: the training and
 //! validation rows of its groups, or every row when it fits the global model.
 //! [`fit_whole`] runs the registered family on them with the engine's own
@@ -20,7 +20,9 @@ use serde::{Deserialize, Serialize};
 use crate::data::keys::GroupKey;
 use crate::data::{Column, Task};
 use crate::error::{GroupfitError, Result};
-use crate::family::{family, TrainData, UnitFit, ValidData};
+use crate::family::{TrainData, UnitFit, ValidData};
+use crate::registry::family;
+use crate::store::FittedModel;
 use crate::plan::Strategy;
 use crate::tune::ConfigEntry;
 
@@ -61,9 +63,9 @@ impl WholeSpec {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WholeFit {
     /// Per group of the spec (local-id order), one unit per config.
-    pub groups: Vec<Vec<UnitFit>>,
+    pub groups: Vec<Vec<UnitFit<FittedModel>>>,
     /// The global model's units (empty unless the spec fits it).
-    pub global: Vec<UnitFit>,
+    pub global: Vec<UnitFit<FittedModel>>,
     /// The family's imputation values (empty: none).
     pub impute: Vec<f64>,
     /// Passes the family's driver ran.
@@ -80,7 +82,7 @@ pub struct WholeFit {
 /// nothing to do are left out.
 pub fn place_whole(weights: &[usize], fit: &[bool], workers: usize) -> Vec<(Vec<usize>, bool)> {
     let global = weights.len().saturating_sub(1);
-    super::remote::place(weights, fit, workers, usize::MAX)
+    super::place(weights, fit, workers, usize::MAX)
         .into_iter()
         .filter(|pieces| !pieces.is_empty())
         .map(|pieces| {

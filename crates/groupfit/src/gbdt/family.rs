@@ -1,0 +1,108 @@
+//! The gbdt family behind the [`Family`] interface: the grid's configs, the
+//! cost of a booster for whole-group placement, and the grouped fit.
+
+use super::{GbdtConfig, GbdtModel, GbdtParams};
+use crate::error::Result;
+use crate::exec::{Explain, PassProgress};
+use crate::family::{Family, FamilyFit, TrainData, UnitFit};
+use crate::tune::ConfigEntry;
+
+/// Histogram gradient-boosted trees (LightGBM's parameters and defaults);
+/// missing values are handled natively, so there is no imputation.
+pub struct Gbdt;
+
+/// The gbdt family's checked configuration of every grid point.
+pub fn configs(points: &[ConfigEntry]) -> Result<Vec<GbdtConfig>> {
+    points
+        .iter()
+        .map(|p| {
+            let mut b = GbdtParams::new();
+            for (name, &v) in &p.params {
+                b = b.set(name, v)?;
+            }
+            b.check()
+        })
+        .collect()
+}
+
+impl Family for Gbdt {
+    type Model = GbdtModel;
+
+    fn name(&self) -> &'static str {
+        "gbdt"
+    }
+
+    fn check(&self, points: &[ConfigEntry]) -> Result<()> {
+        configs(points).map(|_| ())
+    }
+
+    fn model_overhead_rows(&self, points: &[ConfigEntry]) -> usize {
+        // A tree's split searches (about two per leaf) each visit every bin
+        // of every feature, where a row is visited by about two or three
+        // histograms per tree: a booster costs about `num_leaves * max_bin`
+        // rows beyond its own (docs/benchmarks.md has the Ray placement this
+        // was measured on).
+        configs(points).map_or(0, |cs| {
+            let total: usize = cs
+                .iter()
+                .map(|c| c.num_leaves() as usize * c.max_bin() as usize)
+                .sum();
+            total / cs.len().max(1)
+        })
+    }
+
+    fn fit(
+        &self,
+        data: &TrainData<'_>,
+        points: &[ConfigEntry],
+        on: &mut dyn FnMut(PassProgress),
+    ) -> Result<FamilyFit<GbdtModel>> {
+        let configs = configs(points)?;
+        let (fitted, report) = super::grouped::fit_grouped(data, &configs, on);
+        let units = fitted
+            .into_iter()
+            .map(|us| {
+                us.into_iter()
+                    .map(|u| UnitFit {
+                        model: u.model,
+                        iterations: u.rounds as u32,
+                        converged: true,
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok(FamilyFit {
+            units,
+            impute: Vec::new(),
+            report,
+        })
+    }
+
+    fn explain(&self, data: &TrainData<'_>, points: &[ConfigEntry]) -> Result<Explain> {
+        let configs = configs(points)?;
+        Ok(super::grouped::explain_grouped(data, &configs))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tune::{Grid, NoWords};
+
+    #[test]
+    fn trees_weigh_num_leaves_times_max_bin_per_model() {
+        let grid = |specs: &[&str]| {
+            Grid::parse(&specs.iter().map(|s| s.to_string()).collect::<Vec<_>>(), &NoWords)
+                .unwrap()
+                .points()
+        };
+        // The mean over the grid: (15 + 31) / 2 * 255.
+        let trees = grid(&["num_leaves=15,31"]);
+        assert_eq!(Gbdt.model_overhead_rows(&trees), 23 * 255);
+        assert_eq!(Gbdt.model_overhead_rows(&grid(&["max_bin=63"])), 31 * 63);
+        assert_eq!(
+            crate::linear::Linear.model_overhead_rows(&grid(&["C=0.1,1"])),
+            0
+        );
+    }
+}

@@ -1,0 +1,181 @@
+//! The MLP family behind the [`Family`] interface: the grid's configs and
+//! word-valued parameters, the layout, and the grouped fit.
+
+use super::grouped::{fit_grouped, group_stream, FitOptions, MlpData, MlpInput, MlpPass};
+use super::{display_param, encode_param, word_form, MlpConfig, MlpModel, MlpParams};
+use crate::error::{GroupfitError, Result};
+use crate::exec::{explain, Explain, PassProgress};
+use crate::family::{Family, FamilyFit, TrainData, UnitFit};
+use crate::tune::{ConfigEntry, ParamWords};
+
+/// The MLP family behind `--model mlp`.
+pub struct Mlp;
+
+/// The MLP family's words: `layers=64x32`, `optimizer=adam|sgd`.
+pub struct MlpWords;
+
+impl ParamWords for MlpWords {
+    fn encode(&self, name: &str, text: &str) -> Option<f64> {
+        encode_param(name, text)
+    }
+    fn form(&self, name: &str) -> Option<String> {
+        word_form(name)
+    }
+    fn display(&self, name: &str, value: f64) -> Option<String> {
+        display_param(name, value)
+    }
+}
+
+/// The MLP family's checked configuration of every grid point.
+pub fn configs(points: &[ConfigEntry]) -> Result<Vec<MlpConfig>> {
+    points
+        .iter()
+        .map(|p| {
+            let mut b = MlpParams::new();
+            for (name, &v) in &p.params {
+                b = b.set(name, v)?;
+            }
+            b.check()
+        })
+        .collect()
+}
+
+/// Imputation values, the layout and every group's RNG stream.
+fn prepare(data: &TrainData<'_>) -> (Vec<f64>, MlpData, Vec<u64>) {
+    let impute = data.impute.map_or_else(
+        || crate::data::training_means(data.columns, data.rows),
+        <[f64]>::to_vec,
+    );
+    let layout = MlpData::build(MlpInput {
+        columns: data.columns,
+        target: data.target,
+        rows: data.rows,
+        group_of: data.group_of,
+        n_groups: data.n_groups,
+        fit: data.fit,
+        impute: &impute,
+        threads: data.threads,
+    });
+    let streams: Vec<u64> = (0..=data.n_groups)
+        .map(|g| group_stream(data.keys.get(g)))
+        .collect();
+    (impute, layout, streams)
+}
+
+impl Family for Mlp {
+    type Model = MlpModel;
+
+    fn name(&self) -> &'static str {
+        "mlp"
+    }
+
+    fn words(&self) -> &dyn ParamWords {
+        &MlpWords
+    }
+
+    fn check(&self, points: &[ConfigEntry]) -> Result<()> {
+        configs(points).map(|_| ())
+    }
+
+    fn explain(
+        &self,
+        data: &TrainData<'_>,
+        points: &[ConfigEntry],
+    ) -> Result<Explain> {
+        let configs = configs(points)?;
+        let (_, layout, streams) = prepare(data);
+        let family = MlpPass::new(&layout, data.task, &configs, &streams, data.seed);
+        let units = family.initial_units(data.fit, data.threads);
+        Ok(explain(
+            &family,
+            units,
+            &family.slot_ranges(),
+            data.threads,
+        ))
+    }
+
+    fn fit(
+        &self,
+        data: &TrainData<'_>,
+        points: &[ConfigEntry],
+        on: &mut dyn FnMut(PassProgress),
+    ) -> Result<FamilyFit<MlpModel>> {
+        let configs = configs(points)?;
+        // Targets are float32 in training: one past its range would be
+        // infinite, and every prediction NaN.
+        if let Some(&r) = data
+            .rows
+            .iter()
+            .find(|&&r| data.target[r as usize].abs() > f32::MAX as f64)
+        {
+            return Err(GroupfitError::arg(format!(
+                "the mlp family trains on float32 targets: row {r} has target {:e}, beyond +-{:e}; rescale the target",
+                data.target[r as usize],
+                f32::MAX
+            )));
+        }
+        let t = std::time::Instant::now();
+        let (impute, layout, streams) = prepare(data);
+        if crate::util::trace::trace() {
+            eprintln!(
+                "[groupfit] mlp layout: {:.1} ms",
+                t.elapsed().as_secs_f64() * 1e3
+            );
+        }
+        let (fitted, report, flops) = fit_grouped(
+            &layout,
+            &configs,
+            FitOptions {
+                task: data.task,
+                fit: data.fit,
+                streams: &streams,
+                seed: data.seed,
+                strategy: data.strategy,
+                workers: data.threads,
+            },
+            on,
+        );
+        if crate::util::trace::trace() {
+            eprintln!(
+                "[groupfit] mlp training steps: {:.3} GFLOP in {:.3} s of passes = {:.2} GFLOP/s",
+                flops / 1e9,
+                report.passes_s,
+                flops / 1e9 / report.passes_s.max(1e-9)
+            );
+        }
+        let units = fitted
+            .into_iter()
+            .map(|us| {
+                us.into_iter()
+                    .map(|u| UnitFit {
+                        model: u.model,
+                        iterations: u.iterations,
+                        converged: true,
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok(FamilyFit {
+            units,
+            impute,
+            report,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tune::Grid;
+
+    #[test]
+    fn mlp_words_are_encoded_and_named() {
+        let specs = ["layers=64x32,8".to_string(), "optimizer=sgd".to_string()];
+        let pts = Grid::parse(&specs, &MlpWords).unwrap().points();
+        assert_eq!(pts[0].name, "layers=64x32,optimizer=sgd");
+        assert_eq!(pts[0].params["layers"], 640032.0);
+        assert_eq!(pts[1].name, "layers=8,optimizer=sgd");
+        assert!(Grid::parse(&["layers=64y32".to_string()], &MlpWords).is_err());
+        assert_eq!(configs(&pts).unwrap().len(), 2);
+    }
+}

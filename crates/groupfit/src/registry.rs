@@ -1,0 +1,100 @@
+//! The families `train` knows, by `--model` name.
+//!
+//! A family implements [`Family`] with its own model type; [`AnyFamily`]
+//! is the same family with its models wrapped as the model file's
+//! [`FittedModel`], which is what `job` and the runners work with. Adding
+//! a family: a folder, a line in [`family`] and [`MODELS`], and a variant
+//! of [`FittedModel`].
+
+use crate::error::{GroupfitError, Result};
+use crate::exec::{Explain, PassProgress};
+use crate::family::{Family, FamilyFit, TrainData};
+use crate::store::FittedModel;
+use crate::tune::{ConfigEntry, ParamWords};
+
+/// Model families `train` knows, as named by `--model`.
+pub const MODELS: &[&str] = &["linear", "gbdt", "mlp"];
+
+/// The family called `name`.
+pub fn family(name: &str) -> Result<Box<dyn AnyFamily>> {
+    match name {
+        "linear" => Ok(Box::new(crate::linear::Linear)),
+        "gbdt" => Ok(Box::new(crate::gbdt::Gbdt)),
+        "mlp" => Ok(Box::new(crate::mlp::Mlp)),
+        _ => Err(GroupfitError::arg(format!(
+            "unknown model '{name}' (available: {})",
+            MODELS.join(", ")
+        ))),
+    }
+}
+
+/// A [`Family`] whose fitted models are the model file's [`FittedModel`]s;
+/// every `Family` whose model converts into one is an `AnyFamily`.
+pub trait AnyFamily: Send + Sync {
+    /// See [`Family::name`].
+    fn name(&self) -> &'static str;
+    /// See [`Family::words`].
+    fn words(&self) -> &dyn ParamWords;
+    /// See [`Family::check`].
+    fn check(&self, configs: &[ConfigEntry]) -> Result<()>;
+    /// See [`Family::features_from_file`].
+    fn features_from_file(&self) -> bool;
+    /// See [`Family::model_overhead_rows`].
+    fn model_overhead_rows(&self, configs: &[ConfigEntry]) -> usize;
+    /// See [`Family::fit`].
+    fn fit(
+        &self,
+        data: &TrainData<'_>,
+        configs: &[ConfigEntry],
+        on: &mut dyn FnMut(PassProgress),
+    ) -> Result<FamilyFit<FittedModel>>;
+    /// See [`Family::explain`].
+    fn explain(&self, data: &TrainData<'_>, configs: &[ConfigEntry]) -> Result<Explain>;
+}
+
+impl<F> AnyFamily for F
+where
+    F: Family + Send + Sync,
+    F::Model: Into<FittedModel>,
+{
+    fn name(&self) -> &'static str {
+        Family::name(self)
+    }
+    fn words(&self) -> &dyn ParamWords {
+        Family::words(self)
+    }
+    fn check(&self, configs: &[ConfigEntry]) -> Result<()> {
+        Family::check(self, configs)
+    }
+    fn features_from_file(&self) -> bool {
+        Family::features_from_file(self)
+    }
+    fn model_overhead_rows(&self, configs: &[ConfigEntry]) -> usize {
+        Family::model_overhead_rows(self, configs)
+    }
+    fn fit(
+        &self,
+        data: &TrainData<'_>,
+        configs: &[ConfigEntry],
+        on: &mut dyn FnMut(PassProgress),
+    ) -> Result<FamilyFit<FittedModel>> {
+        Ok(Family::fit(self, data, configs, on)?.map_models(Into::into))
+    }
+    fn explain(&self, data: &TrainData<'_>, configs: &[ConfigEntry]) -> Result<Explain> {
+        Family::explain(self, data, configs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_model_is_registered_under_its_name() {
+        for name in MODELS {
+            assert_eq!(family(name).unwrap().name(), *name);
+        }
+        let e = family("forest").err().unwrap().to_string();
+        assert!(e.contains("unknown model 'forest'") && e.contains("linear, gbdt, mlp"), "{e}");
+    }
+}
