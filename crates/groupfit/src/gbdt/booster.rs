@@ -17,7 +17,8 @@ use super::binning::BinMapper;
 use super::histogram::{build_range, build_rows, subtract, BinnedGroup};
 use super::split::{best_split, totals, Rules, Split, Sums};
 use super::tree::{BinTree, Tree};
-use super::{GbdtConfig, GbdtModel};
+use super::params::GbdtConfig;
+use super::model::GbdtModel;
 use crate::data::Task;
 use crate::math::sigmoid;
 
@@ -563,7 +564,7 @@ impl Booster {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gbdt::GbdtParams;
+    use crate::gbdt::params::GbdtParams;
 
     /// Bins and offsets for one feature of the given bins per row.
     fn view<'a>(

@@ -1,7 +1,8 @@
 //! The gbdt family behind the [`Family`] interface: the grid's configs, the
 //! cost of a booster for whole-group placement, and the grouped fit.
 
-use super::{GbdtConfig, GbdtModel, GbdtParams};
+use super::params::{GbdtConfig, GbdtParams};
+use super::model::GbdtModel;
 use crate::error::Result;
 use crate::exec::{Explain, PassProgress};
 use crate::family::{Family, FamilyFit, TrainData, UnitFit};

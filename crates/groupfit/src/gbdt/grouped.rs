@@ -33,7 +33,8 @@ use std::time::Instant;
 use super::binning::BinMapper;
 use super::booster::{Booster, GroupView, StepScratch};
 use super::histogram::{BinnedGroup, STRIDE};
-use super::{GbdtConfig, GbdtModel};
+use super::params::GbdtConfig;
+use super::model::GbdtModel;
 use crate::data::bucket;
 use crate::exec::{explain, run_passes, Explain, PassFamily, PassProgress, RunReport};
 use crate::family::TrainData;
@@ -484,7 +485,7 @@ pub fn explain_grouped(input: &TrainData<'_>, configs: &[GbdtConfig]) -> Explain
     let bn = configs.first().map_or_else(
         || {
             Binning::of(
-                &super::GbdtParams::new()
+                &super::params::GbdtParams::new()
                     .check()
                     .expect("the defaults are valid"),
             )

@@ -2,7 +2,8 @@
 //! the layout, and the grouped Newton fit.
 
 use super::grouped::{explain_grouped, fit_grouped};
-use super::{LinearConfig, LinearModel, LinearParams};
+use super::params::{LinearConfig, LinearParams};
+use super::model::LinearModel;
 use crate::data::layout::{GroupedMatrix, LayoutInput};
 use crate::error::Result;
 use crate::exec::{Explain, PassProgress};

@@ -5,7 +5,8 @@ use std::ops::Range;
 
 use super::kernel::UnitRef;
 use super::solver::{self, Scratch, Status, UnitState};
-use super::{LinearConfig, LinearModel};
+use super::params::LinearConfig;
+use super::model::LinearModel;
 use crate::data::layout::GroupedMatrix;
 use crate::data::Task;
 use crate::exec::{explain, run_passes, Explain, PassFamily, PassProgress, RunReport};
@@ -284,7 +285,7 @@ mod tests {
             threads: 1,
         })
         .unwrap();
-        let configs = [crate::linear::LinearParams::new().check().unwrap()];
+        let configs = [crate::linear::params::LinearParams::new().check().unwrap()];
         let binary = LinearPass::new(&m, Task::Binary, &configs);
         let (r0, r1) = (m.range(0), m.range(1));
         assert_eq!(binary.heavy_rows(0, r0.clone()), 50 * BLOCK);

@@ -15,7 +15,7 @@
 //! buffer (a [`Scratch`] per worker), so the hot loop does not allocate.
 
 use super::kernel::{accumulate_blocks, BlockScratch, UnitRef};
-use super::LinearConfig;
+use super::params::LinearConfig;
 use crate::data::layout::Block;
 use crate::data::Task;
 use crate::math::simd::{level, simd_copy, Level};

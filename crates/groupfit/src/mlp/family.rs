@@ -2,7 +2,8 @@
 //! word-valued parameters, the layout, and the grouped fit.
 
 use super::grouped::{fit_grouped, group_stream, FitOptions, MlpData, MlpInput, MlpPass};
-use super::{display_param, encode_param, word_form, MlpConfig, MlpModel, MlpParams};
+use super::params::{display_param, encode_param, word_form, MlpConfig, MlpParams};
+use super::model::MlpModel;
 use crate::error::{GroupfitError, Result};
 use crate::exec::{explain, Explain, PassProgress};
 use crate::family::{Family, FamilyFit, TrainData, UnitFit};

@@ -21,7 +21,9 @@
 use std::ops::Range;
 
 use super::kernel::{batch_gradients, optimizer_step, Net, OptState, StepScratch};
-use super::{epoch_permutation, init_params, MlpConfig, MlpModel};
+use super::init::{epoch_permutation, init_params};
+use super::params::MlpConfig;
+use super::model::MlpModel;
 use crate::data::{Column, Task};
 use crate::exec::{run_passes, PassFamily, PassProgress, RunReport};
 use crate::plan::Strategy;
@@ -669,11 +671,11 @@ fn dump_schedule(
 /// stream is a fixed tag), so it does not depend on which other groups exist.
 pub fn group_stream(key: Option<&crate::data::keys::GroupKey>) -> u64 {
     match key {
-        Some(k) => super::stable_hash(
+        Some(k) => super::init::stable_hash(
             serde_json::to_string(k)
                 .expect("a key serialises")
                 .as_bytes(),
         ),
-        None => super::stable_hash(b"<groupfit global model>"),
+        None => super::init::stable_hash(b"<groupfit global model>"),
     }
 }

@@ -13,7 +13,7 @@ use crate::data::Task;
 use crate::math::simd::{level, simd_copy, Level};
 use crate::math::{exp_neg, log1p_unit};
 
-use super::Optimizer;
+use super::params::Optimizer;
 
 /// One network's architecture and current parameters (flat: per layer,
 /// weights row-major `n_in × n_out`, then biases).
@@ -146,21 +146,6 @@ fn col_sums(src: &[f32], rows: usize, w: usize, rs: usize, out: &mut [f32]) {
             *o += v;
         }
     }
-}
-
-/// Parameters (weights and biases) of a network of layer `widths`.
-pub fn param_count(widths: &[usize]) -> usize {
-    widths.windows(2).map(|p| p[0] * p[1] + p[1]).sum()
-}
-
-/// Offsets of each layer's weights and biases in the flat parameters.
-pub fn layer_offsets(widths: &[usize]) -> impl Iterator<Item = (usize, usize)> + '_ {
-    let mut o = 0;
-    widths.windows(2).map(move |p| {
-        let w = o;
-        o += p[0] * p[1] + p[1];
-        (w, w + p[0] * p[1])
-    })
 }
 
 /// Gradients of the batch-mean loss of every network in `nets` over the rows

@@ -1,0 +1,319 @@
+//! The gbdt family's hyper-parameters: the `GbdtParams` builder with
+//! LightGBM's names and defaults, and the checked `GbdtConfig`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{GroupfitError, Result};
+
+/// The names `--param` accepts for the gbdt family (`num_iterations` is an
+/// alias of `rounds`, as in LightGBM).
+pub const PARAM_NAMES: &[&str] = &[
+    "rounds",
+    "num_iterations",
+    "num_leaves",
+    "learning_rate",
+    "min_data_in_leaf",
+    "min_sum_hessian_in_leaf",
+    "lambda_l2",
+    "max_depth",
+    "max_bin",
+    "min_data_in_bin",
+    "feature_fraction",
+    "early_stopping_rounds",
+];
+
+/// Builder for the gbdt family's hyper-parameters (LightGBM's names and defaults).
+///
+/// ```
+/// use groupfit::gbdt::GbdtParams;
+/// let cfg = GbdtParams::new().num_leaves(15).learning_rate(0.05).check().unwrap();
+/// assert_eq!((cfg.num_leaves(), cfg.rounds()), (15, 100));
+/// assert!(GbdtParams::new().num_leaves(1).check().is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct GbdtParams {
+    rounds: f64,
+    num_leaves: f64,
+    learning_rate: f64,
+    min_data_in_leaf: f64,
+    min_sum_hessian_in_leaf: f64,
+    lambda_l2: f64,
+    max_depth: f64,
+    max_bin: f64,
+    min_data_in_bin: f64,
+    feature_fraction: f64,
+    early_stopping_rounds: f64,
+}
+
+impl Default for GbdtParams {
+    fn default() -> Self {
+        GbdtParams {
+            rounds: 100.0,
+            num_leaves: 31.0,
+            learning_rate: 0.1,
+            min_data_in_leaf: 20.0,
+            min_sum_hessian_in_leaf: 1e-3,
+            lambda_l2: 0.0,
+            max_depth: -1.0,
+            max_bin: 255.0,
+            min_data_in_bin: 3.0,
+            feature_fraction: 1.0,
+            early_stopping_rounds: 0.0,
+        }
+    }
+}
+
+impl GbdtParams {
+    /// LightGBM's defaults: 100 rounds, 31 leaves, learning rate 0.1,
+    /// `min_data_in_leaf` 20, `min_sum_hessian_in_leaf` 1e-3, `lambda_l2` 0,
+    /// no depth limit, 255 bins, all features, no early stopping.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Boosting rounds (LightGBM's `num_iterations`), >= 1.
+    pub fn rounds(mut self, v: u32) -> Self {
+        self.rounds = v as f64;
+        self
+    }
+    /// Most leaves per tree, >= 2.
+    pub fn num_leaves(mut self, v: u32) -> Self {
+        self.num_leaves = v as f64;
+        self
+    }
+    /// Shrinkage of every tree's leaf values, > 0.
+    pub fn learning_rate(mut self, v: f64) -> Self {
+        self.learning_rate = v;
+        self
+    }
+    /// Fewest training rows in a leaf, >= 1.
+    pub fn min_data_in_leaf(mut self, v: u32) -> Self {
+        self.min_data_in_leaf = v as f64;
+        self
+    }
+    /// Smallest hessian sum in a leaf, >= 0.
+    pub fn min_sum_hessian_in_leaf(mut self, v: f64) -> Self {
+        self.min_sum_hessian_in_leaf = v;
+        self
+    }
+    /// L2 penalty on leaf values, >= 0.
+    pub fn lambda_l2(mut self, v: f64) -> Self {
+        self.lambda_l2 = v;
+        self
+    }
+    /// Deepest leaf (root depth 0 splits into depth-1 leaves); <= 0: no limit.
+    pub fn max_depth(mut self, v: i32) -> Self {
+        self.max_depth = v as f64;
+        self
+    }
+    /// Most value bins per feature (NaN has a bin of its own), 2..=255.
+    pub fn max_bin(mut self, v: u32) -> Self {
+        self.max_bin = v as f64;
+        self
+    }
+    /// Fewest training rows per value bin (LightGBM's `min_data_in_bin`,
+    /// default 3): adjacent values are merged until a bin holds this many,
+    /// and a feature gets at most `rows / min_data_in_bin` bins.
+    pub fn min_data_in_bin(mut self, v: u32) -> Self {
+        self.min_data_in_bin = v as f64;
+        self
+    }
+    /// Fraction of features each tree may split on, in (0, 1].
+    pub fn feature_fraction(mut self, v: f64) -> Self {
+        self.feature_fraction = v;
+        self
+    }
+    /// Stop when the validation metric has not improved for this many rounds
+    /// and keep the best round; 0: never stop early.
+    pub fn early_stopping_rounds(mut self, v: u32) -> Self {
+        self.early_stopping_rounds = v as f64;
+        self
+    }
+
+    /// Sets a parameter by its `--param` name (values are checked by [`GbdtParams::check`]).
+    pub fn set(mut self, name: &str, value: f64) -> Result<Self> {
+        match name {
+            "rounds" | "num_iterations" => self.rounds = value,
+            "num_leaves" => self.num_leaves = value,
+            "learning_rate" => self.learning_rate = value,
+            "min_data_in_leaf" => self.min_data_in_leaf = value,
+            "min_sum_hessian_in_leaf" => self.min_sum_hessian_in_leaf = value,
+            "lambda_l2" => self.lambda_l2 = value,
+            "max_depth" => self.max_depth = value,
+            "max_bin" => self.max_bin = value,
+            "min_data_in_bin" => self.min_data_in_bin = value,
+            "feature_fraction" => self.feature_fraction = value,
+            "early_stopping_rounds" => self.early_stopping_rounds = value,
+            other => {
+                return Err(GroupfitError::param(
+                    other,
+                    format!("unknown for model gbdt (known: {})", PARAM_NAMES.join(", ")),
+                ))
+            }
+        }
+        Ok(self)
+    }
+
+    /// Validates into a checked configuration.
+    pub fn check(self) -> Result<GbdtConfig> {
+        fn int(name: &str, v: f64, lo: f64, hi: f64) -> Result<i64> {
+            if v.fract() != 0.0 || !(lo..=hi).contains(&v) {
+                return Err(GroupfitError::param(
+                    name,
+                    format!("{v} must be an integer in [{lo}, {hi}]"),
+                ));
+            }
+            Ok(v as i64)
+        }
+        fn real(name: &str, v: f64, ok: bool, what: &str) -> Result<f64> {
+            if !v.is_finite() || !ok {
+                return Err(GroupfitError::param(name, format!("{v} must be {what}")));
+            }
+            Ok(v)
+        }
+        let big = 1e9;
+        Ok(GbdtConfig {
+            rounds: int("rounds", self.rounds, 1.0, big)? as u32,
+            num_leaves: int("num_leaves", self.num_leaves, 2.0, 131072.0)? as u32,
+            learning_rate: real(
+                "learning_rate",
+                self.learning_rate,
+                self.learning_rate > 0.0,
+                "a positive number",
+            )?,
+            min_data_in_leaf: int("min_data_in_leaf", self.min_data_in_leaf, 1.0, big)? as u32,
+            min_sum_hessian_in_leaf: real(
+                "min_sum_hessian_in_leaf",
+                self.min_sum_hessian_in_leaf,
+                self.min_sum_hessian_in_leaf >= 0.0,
+                "a number >= 0",
+            )?,
+            lambda_l2: real(
+                "lambda_l2",
+                self.lambda_l2,
+                self.lambda_l2 >= 0.0,
+                "a number >= 0",
+            )?,
+            max_depth: int("max_depth", self.max_depth, -1e6, 1e6)? as i32,
+            max_bin: int("max_bin", self.max_bin, 2.0, 255.0)? as u32,
+            min_data_in_bin: int("min_data_in_bin", self.min_data_in_bin, 1.0, big)? as u32,
+            feature_fraction: real(
+                "feature_fraction",
+                self.feature_fraction,
+                self.feature_fraction > 0.0 && self.feature_fraction <= 1.0,
+                "in (0, 1]",
+            )?,
+            early_stopping_rounds: int(
+                "early_stopping_rounds",
+                self.early_stopping_rounds,
+                0.0,
+                big,
+            )? as u32,
+        })
+    }
+}
+
+/// Validated hyper-parameters of one booster (one grid point).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GbdtConfig {
+    rounds: u32,
+    num_leaves: u32,
+    learning_rate: f64,
+    min_data_in_leaf: u32,
+    min_sum_hessian_in_leaf: f64,
+    lambda_l2: f64,
+    max_depth: i32,
+    max_bin: u32,
+    #[serde(default = "default_min_data_in_bin")]
+    min_data_in_bin: u32,
+    feature_fraction: f64,
+    early_stopping_rounds: u32,
+}
+
+fn default_min_data_in_bin() -> u32 {
+    3
+}
+
+impl GbdtConfig {
+    /// Boosting rounds.
+    pub fn rounds(&self) -> u32 {
+        self.rounds
+    }
+    /// Most leaves per tree.
+    pub fn num_leaves(&self) -> u32 {
+        self.num_leaves
+    }
+    /// Shrinkage.
+    pub fn learning_rate(&self) -> f64 {
+        self.learning_rate
+    }
+    /// Fewest rows per leaf.
+    pub fn min_data_in_leaf(&self) -> u32 {
+        self.min_data_in_leaf
+    }
+    /// Smallest hessian sum per leaf.
+    pub fn min_sum_hessian_in_leaf(&self) -> f64 {
+        self.min_sum_hessian_in_leaf
+    }
+    /// L2 penalty on leaf values.
+    pub fn lambda_l2(&self) -> f64 {
+        self.lambda_l2
+    }
+    /// Depth limit (<= 0: none).
+    pub fn max_depth(&self) -> i32 {
+        self.max_depth
+    }
+    /// Most value bins per feature.
+    pub fn max_bin(&self) -> u32 {
+        self.max_bin
+    }
+    /// Fewest training rows per value bin.
+    pub fn min_data_in_bin(&self) -> u32 {
+        self.min_data_in_bin
+    }
+    /// Fraction of features per tree.
+    pub fn feature_fraction(&self) -> f64 {
+        self.feature_fraction
+    }
+    /// Early-stopping patience (0: off).
+    pub fn early_stopping_rounds(&self) -> u32 {
+        self.early_stopping_rounds
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_lightgbm_and_checked_once() {
+        let c = GbdtParams::new().check().unwrap();
+        assert_eq!(c.rounds(), 100);
+        assert_eq!(c.num_leaves(), 31);
+        assert_eq!(c.learning_rate(), 0.1);
+        assert_eq!(c.min_data_in_leaf(), 20);
+        assert_eq!(c.min_sum_hessian_in_leaf(), 1e-3);
+        assert_eq!(c.lambda_l2(), 0.0);
+        assert_eq!(c.max_depth(), -1);
+        assert_eq!(c.max_bin(), 255);
+        assert_eq!(c.feature_fraction(), 1.0);
+        assert_eq!(c.early_stopping_rounds(), 0);
+        let c = GbdtParams::new().set("num_iterations", 7.0).unwrap();
+        assert_eq!(c.check().unwrap().rounds(), 7);
+        assert!(GbdtParams::new().max_bin(300).check().is_err());
+        assert!(GbdtParams::new().feature_fraction(0.0).check().is_err());
+        assert_eq!(
+            GbdtParams::new()
+                .set("num_leaves", 2.5)
+                .unwrap()
+                .check()
+                .unwrap_err()
+                .to_string(),
+            "invalid parameter 'num_leaves': 2.5 must be an integer in [2, 131072]"
+        );
+        assert!(GbdtParams::new()
+            .set("C", 1.0)
+            .unwrap_err()
+            .to_string()
+            .contains("unknown for model gbdt"));
+    }
+}
