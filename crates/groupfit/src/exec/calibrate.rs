@@ -10,7 +10,7 @@
 //!   30 days are measured again. Nothing breaks when the cache cannot be
 //!   written: the constants are then measured on every run (a few ms).
 //! * **family constants** — nanoseconds per unit-row of `accumulate` (and
-//!   the extra of a heavy row, `PassFamily::heavy_rows`), the fixed cost of a
+//!   the extra of a heavy row, `PartialStep::heavy_rows`), the fixed cost of a
 //!   shard, microseconds per unit of `apply_group` — come from a short pilot
 //!   run on the job's own data: the largest group's active units over its
 //!   first block, over up to 32 blocks and, when the first block is heavy and
@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::{active_units, count_active, PassFamily, SpinBarrier};
+use super::barrier::SpinBarrier;
+use super::step::{active_units, count_active, PartialStep};
 use crate::plan::{CostModel, SizeCurve};
 
 /// Machine constants of the cost model, as measured and cached.
@@ -197,7 +198,7 @@ fn measure(workers: usize, cpu: String) -> MachineCosts {
 
 /// The cost model for `family` on its data: machine constants for `workers`
 /// plus a pilot run on the largest group's active units.
-pub fn cost_model<F: PassFamily>(
+pub fn cost_model<F: PartialStep>(
     family: &F,
     groups: &[RwLock<Vec<F::Unit>>],
     rows: &[std::ops::Range<usize>],
@@ -313,13 +314,13 @@ pub fn cost_model<F: PassFamily>(
 }
 
 /// Nanoseconds per unit-row of a whole pass by group size, where the family
-/// times whole passes ([`PassFamily::time_whole_pass`]): one pass each of
+/// times whole passes ([`PartialStep::time_whole_pass`]): one pass each of
 /// the median group (by count, of those with active units: the typical
 /// group), of the largest group with at most 1/64 of the largest one's rows,
 /// and of the largest group `large`. `None` without such a family, or with
 /// no group of at most 1/64 of the largest one's rows (group sizes too close
 /// for their costs to differ much).
-fn size_curve<F: PassFamily>(
+fn size_curve<F: PartialStep>(
     family: &F,
     groups: &[RwLock<Vec<F::Unit>>],
     rows: &[std::ops::Range<usize>],
@@ -363,9 +364,9 @@ fn size_curve<F: PassFamily>(
 }
 
 /// Microseconds per unit of `apply_group` on copies of group `g`'s active
-/// units ([`PassFamily::pilot_unit`]), with their statistics over `rows`:
+/// units ([`PartialStep::pilot_unit`]), with their statistics over `rows`:
 /// best of five, each on fresh copies. `None` when the family gives no copies.
-fn time_apply<F: PassFamily>(
+fn time_apply<F: PartialStep>(
     family: &F,
     groups: &[RwLock<Vec<F::Unit>>],
     g: usize,

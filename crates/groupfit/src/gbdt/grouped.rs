@@ -36,7 +36,7 @@ use super::histogram::{BinnedGroup, STRIDE};
 use super::params::GbdtConfig;
 use super::model::GbdtModel;
 use crate::data::bucket;
-use crate::exec::{explain, run_passes, Explain, PassFamily, PassProgress, RunReport};
+use crate::exec::{explain, run_passes, Explain, PartialStep, PassProgress, RunReport};
 use crate::family::TrainData;
 use crate::util::trace::trace;
 
@@ -304,7 +304,7 @@ impl GbdtPass<'_> {
     }
 }
 
-impl PassFamily for GbdtPass<'_> {
+impl PartialStep for GbdtPass<'_> {
     /// A read lock per shard of a cut booster (its shards build their
     /// histograms at the same time); the write lock for a whole round.
     type Unit = RwLock<Booster>;

@@ -9,7 +9,7 @@ use super::params::LinearConfig;
 use super::model::LinearModel;
 use crate::data::layout::GroupedMatrix;
 use crate::data::Task;
-use crate::exec::{explain, run_passes, Explain, PassFamily, PassProgress, RunReport};
+use crate::exec::{explain, run_passes, Explain, PartialStep, PassProgress, RunReport};
 use crate::plan::Strategy;
 
 /// The linear family over one layout and one grid.
@@ -50,7 +50,7 @@ impl LinearPass<'_> {
     }
 }
 
-impl PassFamily for LinearPass<'_> {
+impl PartialStep for LinearPass<'_> {
     type Unit = UnitState;
     type Scratch = Scratch;
 

@@ -25,7 +25,7 @@ use super::init::{epoch_permutation, init_params};
 use super::params::MlpConfig;
 use super::model::MlpModel;
 use crate::data::{Column, Task};
-use crate::exec::{run_passes, PassFamily, PassProgress, RunReport};
+use crate::exec::{run_passes, PartialStep, PassProgress, RunReport};
 use crate::plan::Strategy;
 
 /// The training rows of every fitted group, standardised by the group's own
@@ -381,7 +381,7 @@ impl<'a> MlpPass<'a> {
     }
 }
 
-impl PassFamily for MlpPass<'_> {
+impl PartialStep for MlpPass<'_> {
     type Unit = MlpUnit;
     type Scratch = MlpScratch;
 

@@ -112,10 +112,10 @@ pub struct GroupLoad {
     /// Units of the group still to be trained (0: the group takes no work).
     pub units: usize,
     /// Of its rows, those whose scan also sums second-order terms (the
-    /// linear family's Hessian sample; see `PassFamily::heavy_rows`).
+    /// linear family's Hessian sample; see `PartialStep::heavy_rows`).
     pub heavy: usize,
     /// Updates its units still need, where the family knows (the MLP
-    /// family's mini-batch steps; see `PassFamily::steps_left`), else 1.
+    /// family's mini-batch steps; see `PartialStep::steps_left`), else 1.
     /// Every cost of the group is for all of them: a plan then places and
     /// prices the group's remaining work, so a group with thousands of
     /// steps left gets a worker of its own instead of one step a pass on
@@ -183,7 +183,7 @@ pub struct CostModel {
     /// and a small group's split searches and per-leaf work weigh on few
     /// rows), the cost per unit-row by group size, used instead of
     /// `row_unit_ns`; `None`: every row costs `row_unit_ns` (see
-    /// `PassFamily::time_whole_pass`).
+    /// `PartialStep::time_whole_pass`).
     #[serde(default)]
     pub by_size: Option<SizeCurve>,
 }

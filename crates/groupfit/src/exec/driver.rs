@@ -1,0 +1,733 @@
+//! The pass driver: runs passes under any plan until no unit is active.
+//!
+//! In each pass every worker scans its shards, whole-group shards are
+//! updated on the spot, and cut groups are combined in row order and updated
+//! after the workers meet. The driver owns the threads: one scoped thread
+//! per worker for the whole run, parked at a barrier between passes, and no
+//! nested pools.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, RwLock};
+
+use super::barrier::SpinBarrier;
+use super::calibrate;
+use super::step::{active_counts, active_units, count_active, group_loads, heavy_counts, steps_counts, PartialStep};
+use crate::plan::{CostModel, Plan, Strategy};
+use crate::util::trace::trace;
+
+/// Progress of a run, reported after every pass.
+#[derive(Debug, Clone, Copy)]
+pub struct PassProgress {
+    /// Passes done.
+    pub pass: usize,
+    /// Units still active.
+    pub active: usize,
+    /// All units.
+    pub total: usize,
+}
+
+/// What [`run_passes`] did.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// The strategy that ran (resolved from `Auto`).
+    pub strategy: Strategy,
+    /// Passes over the data.
+    pub passes: usize,
+    /// Seconds spent inside the passes (scans, reductions and updates).
+    pub passes_s: f64,
+}
+
+/// Runs passes until every unit is inactive (or `max_passes`).
+///
+/// `units[g]` holds group `g`'s units (empty for groups not trained);
+/// `rows[g]` its row range. The plan is re-made when the set of groups with
+/// active units changes, so load balance follows convergence.
+pub fn run_passes<F: PartialStep>(
+    family: &F,
+    units: Vec<Vec<F::Unit>>,
+    rows: &[Range<usize>],
+    strategy: Strategy,
+    workers: usize,
+    max_passes: usize,
+    progress: &mut dyn FnMut(PassProgress),
+) -> (Vec<Vec<F::Unit>>, RunReport) {
+    let workers = workers.max(1);
+    let groups: Vec<RwLock<Vec<F::Unit>>> = units.into_iter().map(RwLock::new).collect();
+    let total: usize = groups.iter().map(|g| g.read().unwrap().len()).sum();
+    // The strategy of the first pass (what the report names) and the current one.
+    let mut resolved = None;
+    let mut current: Option<Strategy> = None;
+    let mut pass = 0;
+    // Active units per group, recounted after each pass for the groups that
+    // still have some (`live`): units never become active again, and an MLP
+    // run takes thousands of passes over a few groups at its end.
+    let mut active = active_counts(family, &groups);
+    let heavy = heavy_counts(family, rows);
+    let mut live: Vec<usize> = (0..groups.len()).filter(|&g| active[g] > 0).collect();
+    let mut replan = true;
+    // `auto`: groups with active units when it last chose a strategy.
+    let mut decided_at = usize::MAX;
+    let mut passes_s = 0.0;
+    // Every strategy places work by the calibrated costs (updates and shards
+    // count, not only rows); `auto` also prices whole plans with them. One
+    // worker has nothing to place.
+    let cost = if workers > 1 {
+        calibrate::cost_model(family, &groups, rows, workers).0
+    } else {
+        CostModel::uncalibrated(family.stats_len(), family.unit_bytes())
+    };
+    // The workers live for the whole run: the calling thread is worker 0,
+    // the others wait at `start` between passes (see `Workers`).
+    let ctl = Workers::new(workers);
+    std::thread::scope(|scope| {
+        for w in 1..workers {
+            let (ctl, groups) = (&ctl, &groups);
+            scope.spawn(move || ctl.serve(family, groups, w));
+        }
+        // Stops the workers however the loop ends (a panic included), so the
+        // scope can join them.
+        let _stop = StopOnDrop(&ctl);
+        let mut scratch = family.scratch();
+        while pass < max_passes {
+            let n_active: usize = live.iter().map(|&g| active[g]).sum();
+            if n_active == 0 {
+                break;
+            }
+            // Re-plan when the active counts changed (units converged).
+            if replan {
+                let loads = group_loads(rows, &active, &heavy, &steps_counts(family, &groups));
+                // `auto` chooses on the first pass and again each time the
+                // groups with active units have halved since its last choice
+                // (the end of a run, where one large group may be left, can
+                // want another plan than its start); in between it keeps its
+                // strategy.
+                let n_groups = live.len();
+                let s = match strategy {
+                    Strategy::Auto if 2 * n_groups <= decided_at => {
+                        decided_at = n_groups;
+                        Strategy::Auto
+                    }
+                    Strategy::Auto => current.unwrap_or(Strategy::Auto),
+                    s => s,
+                };
+                let p = Plan::build(s, &loads, workers, family.align(), &cost);
+                if trace() && current.is_some_and(|c| c != p.strategy) {
+                    eprintln!(
+                        "[groupfit] auto: {} groups left, now {}",
+                        n_groups,
+                        p.strategy.name()
+                    );
+                }
+                resolved.get_or_insert(p.strategy);
+                current = Some(p.strategy);
+                ctl.set_plan(p);
+                replan = false;
+            }
+            let t = std::time::Instant::now();
+            ctl.run_pass(family, &groups, &mut scratch, max_passes - pass);
+            passes_s += t.elapsed().as_secs_f64();
+            pass += 1;
+            if trace() {
+                let rows_active: usize = rows.iter().zip(&active).map(|(r, &a)| r.len() * a).sum();
+                eprintln!(
+                    "[groupfit] pass {pass}: {n_active} active units, {rows_active} unit-rows, {:.1} ms",
+                    t.elapsed().as_secs_f64() * 1e3
+                );
+            }
+            for &g in &live {
+                let a = count_active(family, &groups[g]);
+                replan |= a != active[g];
+                active[g] = a;
+            }
+            live.retain(|&g| active[g] > 0);
+            let still: usize = live.iter().map(|&g| active[g]).sum();
+            progress(PassProgress {
+                pass,
+                active: still,
+                total,
+            });
+        }
+    });
+    let report = RunReport {
+        strategy: resolved.unwrap_or(match strategy {
+            Strategy::Auto => Strategy::Tp,
+            s => s,
+        }),
+        passes: pass,
+        passes_s,
+    };
+    (
+        groups
+            .into_iter()
+            .map(|g| g.into_inner().unwrap())
+            .collect(),
+        report,
+    )
+}
+
+/// Partial statistics of a cut group, tagged for the in-order reduction.
+struct Partial {
+    group: usize,
+    start: usize,
+    /// `(unit index, stats)` for each active unit.
+    stats: Vec<(usize, Vec<f64>)>,
+}
+
+/// The pass driver's worker threads, alive for a whole [`run_passes`]: a
+/// pass costs two barrier waits instead of spawning threads (an MLP run takes
+/// thousands of short passes), and each worker keeps its scratch buffers.
+///
+/// Worker 0 is the calling thread. Between passes the others wait at
+/// `start`; the caller sets the plan (only while they wait), meets them at
+/// `start`, runs its own part, and all meet again at `end`. A panic in a
+/// worker's part is caught so that every barrier is still met, and raised
+/// again on the calling thread at the end of the pass.
+struct Workers {
+    workers: usize,
+    start: SpinBarrier,
+    end: SpinBarrier,
+    /// The current plan; `None` tells the workers to stop.
+    plan: RwLock<Option<Plan>>,
+    /// Updates a whole group may take in the current pass (set before `start`).
+    steps: AtomicUsize,
+    /// Workers done with their part of a stage, counted over the pass's
+    /// stages (reset before `start`); see [`step_while_others_work`].
+    finished: AtomicUsize,
+    /// Stage barrier and the cut groups' partial statistics.
+    stage: SpinBarrier,
+    shared: Mutex<Vec<Partial>>,
+    panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
+}
+
+impl Workers {
+    fn new(workers: usize) -> Self {
+        Workers {
+            workers,
+            start: SpinBarrier::new(workers),
+            end: SpinBarrier::new(workers),
+            plan: RwLock::new(None),
+            steps: AtomicUsize::new(1),
+            finished: AtomicUsize::new(0),
+            stage: SpinBarrier::new(workers),
+            shared: Mutex::new(Vec::new()),
+            panic: Mutex::new(None),
+        }
+    }
+
+    /// Sets the plan of the next passes (between passes only).
+    fn set_plan(&self, plan: Plan) {
+        *self.plan.write().unwrap() = Some(plan);
+    }
+
+    /// Runs one pass under the current plan; returns when every worker is
+    /// done. A whole group takes up to [`PartialStep::whole_steps`] updates
+    /// (at most `left`), a cut group one.
+    fn run_pass<F: PartialStep>(
+        &self,
+        family: &F,
+        groups: &[RwLock<Vec<F::Unit>>],
+        scratch: &mut F::Scratch,
+        left: usize,
+    ) {
+        let guard = self.plan.read().unwrap();
+        let plan = guard.as_ref().expect("a plan is set before a pass");
+        let steps = family.whole_steps().clamp(1, left.max(1));
+        self.steps.store(steps, Ordering::Relaxed);
+        // A plan with work for one worker at a time runs on the calling
+        // thread alone; the others stay parked.
+        if self.workers == 1 || plan.single_worker() {
+            for stage in &plan.stages {
+                if let Some(shards) = stage.iter().find(|w| !w.is_empty()) {
+                    let partials = scan_shards(family, groups, shards, scratch, steps);
+                    reduce_and_apply(family, groups, partials, scratch);
+                }
+            }
+            return;
+        }
+        self.finished.store(0, Ordering::Relaxed);
+        self.start.wait();
+        self.work(family, groups, plan, 0, scratch);
+        self.end.wait();
+        if let Some(p) = self.panic.lock().unwrap().take() {
+            std::panic::resume_unwind(p);
+        }
+    }
+
+    /// Worker `w`'s part of a pass: one stage at a time, each ending at a
+    /// barrier where one thread (the barrier's leader) reduces and updates
+    /// the cut groups.
+    fn work<F: PartialStep>(
+        &self,
+        family: &F,
+        groups: &[RwLock<Vec<F::Unit>>],
+        plan: &Plan,
+        w: usize,
+        scratch: &mut F::Scratch,
+    ) {
+        let caught = |r: std::thread::Result<()>| {
+            if let Err(p) = r {
+                self.panic.lock().unwrap().get_or_insert(p);
+            }
+        };
+        let steps = self.steps.load(Ordering::Relaxed);
+        for (i, stage) in plan.stages.iter().enumerate() {
+            caught(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+                || {
+                    let mine = scan_shards(family, groups, &stage[w], scratch, steps);
+                    if !mine.is_empty() {
+                        self.shared.lock().unwrap().extend(mine);
+                    }
+                },
+            )));
+            if steps > 1 {
+                // Counted even after a panic, so no worker waits on this
+                // one (and only where whole groups may step on: `dp`'s
+                // thousands of stages a pass do not share a cache line).
+                self.finished.fetch_add(1, Ordering::AcqRel);
+                let target = (i + 1) * self.workers;
+                caught(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+                    || {
+                        step_while_others_work(
+                            family,
+                            groups,
+                            &stage[w],
+                            scratch,
+                            &self.finished,
+                            target,
+                        );
+                    },
+                )));
+            }
+            if self.stage.wait() {
+                caught(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+                    || {
+                        let partials = std::mem::take(&mut *self.shared.lock().unwrap());
+                        reduce_and_apply(family, groups, partials, scratch);
+                    },
+                )));
+            }
+            self.stage.wait();
+        }
+    }
+
+    /// The loop of worker `w > 0`: a pass per meeting at `start`, until stopped.
+    fn serve<F: PartialStep>(&self, family: &F, groups: &[RwLock<Vec<F::Unit>>], w: usize) {
+        let mut scratch = family.scratch();
+        loop {
+            self.start.wait();
+            {
+                let guard = self.plan.read().unwrap();
+                let Some(plan) = guard.as_ref() else {
+                    return;
+                };
+                self.work(family, groups, plan, w, &mut scratch);
+            }
+            self.end.wait();
+        }
+    }
+
+    /// Releases the waiting workers for good.
+    fn stop(&self) {
+        if self.workers > 1 {
+            *self.plan.write().unwrap() = None;
+            self.start.wait();
+        }
+    }
+}
+
+/// Calls [`Workers::stop`] when dropped.
+struct StopOnDrop<'a>(&'a Workers);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
+}
+
+/// Scans one worker's shards of a stage: whole groups are accumulated and
+/// updated on the spot (up to `steps` times while they have active units),
+/// cut groups return their partial statistics.
+fn scan_shards<F: PartialStep>(
+    family: &F,
+    groups: &[RwLock<Vec<F::Unit>>],
+    shards: &[crate::plan::Shard],
+    scratch: &mut F::Scratch,
+    steps: usize,
+) -> Vec<Partial> {
+    let len = family.stats_len();
+    let mut buf: Vec<f64> = Vec::new();
+    let mut ks: Vec<usize> = Vec::new();
+    let mut partials = Vec::new();
+    for s in shards {
+        if s.whole {
+            for _ in 0..steps {
+                if !step_whole(family, groups, s, scratch, &mut buf, &mut ks) {
+                    break;
+                }
+            }
+        } else {
+            let units = groups[s.group].read().unwrap();
+            let active = active_units(family, &units);
+            if active.is_empty() {
+                continue;
+            }
+            let mut out = vec![0.0; active.len() * len];
+            family.accumulate(s.group, &active, s.rows.clone(), &mut out, scratch);
+            partials.push(Partial {
+                group: s.group,
+                start: s.rows.start,
+                stats: active
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (k, _))| (*k, out[i * len..(i + 1) * len].to_vec()))
+                    .collect(),
+            });
+        }
+    }
+    partials
+}
+
+/// One update of the active units of the whole group of shard `s`
+/// (accumulate over all its rows, then apply); false when none is active.
+fn step_whole<F: PartialStep>(
+    family: &F,
+    groups: &[RwLock<Vec<F::Unit>>],
+    s: &crate::plan::Shard,
+    scratch: &mut F::Scratch,
+    buf: &mut Vec<f64>,
+    ks: &mut Vec<usize>,
+) -> bool {
+    let len = family.stats_len();
+    let mut units = groups[s.group].write().unwrap();
+    let active = active_units(family, &units);
+    if active.is_empty() {
+        return false;
+    }
+    ks.clear();
+    ks.extend(active.iter().map(|(k, _)| *k));
+    buf.clear();
+    buf.resize(active.len() * len, 0.0);
+    family.accumulate(s.group, &active, s.rows.clone(), buf, scratch);
+    drop(active);
+    family.apply_group(s.group, &mut units, ks, buf, scratch);
+    true
+}
+
+/// A worker's whole groups step on, one update each in turn, while another
+/// worker is still busy with its part of the stage (`finished` below
+/// `target`): a whole group takes the same steps however many passes they
+/// are spread over, so the time a worker would wait is spent on its own
+/// groups' later steps (a group with thousands of steps left then runs
+/// beside many short ones instead of after them).
+fn step_while_others_work<F: PartialStep>(
+    family: &F,
+    groups: &[RwLock<Vec<F::Unit>>],
+    shards: &[crate::plan::Shard],
+    scratch: &mut F::Scratch,
+    finished: &AtomicUsize,
+    target: usize,
+) {
+    let mut buf: Vec<f64> = Vec::new();
+    let mut ks: Vec<usize> = Vec::new();
+    'outer: while finished.load(Ordering::Acquire) < target {
+        let mut any = false;
+        for s in shards.iter().filter(|s| s.whole) {
+            if finished.load(Ordering::Acquire) >= target {
+                break 'outer;
+            }
+            any |= step_whole(family, groups, s, scratch, &mut buf, &mut ks);
+        }
+        if !any {
+            break;
+        }
+    }
+}
+
+/// Reduces the partial statistics of cut groups in row order, then updates them.
+fn reduce_and_apply<F: PartialStep>(
+    family: &F,
+    groups: &[RwLock<Vec<F::Unit>>],
+    mut partials: Vec<Partial>,
+    scratch: &mut F::Scratch,
+) {
+    partials.sort_by_key(|p| (p.group, p.start));
+    let mut i = 0;
+    while i < partials.len() {
+        let g = partials[i].group;
+        let mut j = i + 1;
+        while j < partials.len() && partials[j].group == g {
+            j += 1;
+        }
+        let (head, tail) = partials[i..j].split_first_mut().unwrap();
+        for other in tail.iter() {
+            for ((_, into), (_, from)) in head.stats.iter_mut().zip(&other.stats) {
+                family.combine(into, from);
+            }
+        }
+        let ks: Vec<usize> = head.stats.iter().map(|(k, _)| *k).collect();
+        let mut stats: Vec<f64> = Vec::with_capacity(ks.len() * family.stats_len());
+        for (_, st) in &head.stats {
+            stats.extend_from_slice(st);
+        }
+        let mut units = groups[g].write().unwrap();
+        family.apply_group(g, &mut units, &ks, &mut stats, scratch);
+        i = j;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    /// Units that take `left` passes and add up the rows they are shown.
+    struct Countdown {
+        /// Set: the next `accumulate` call panics.
+        armed: AtomicBool,
+        /// [`PartialStep::whole_steps`].
+        steps: usize,
+    }
+
+    struct Unit {
+        left: usize,
+        rows: f64,
+    }
+
+    impl PartialStep for Countdown {
+        type Unit = Unit;
+        type Scratch = ();
+        fn stats_len(&self) -> usize {
+            1
+        }
+        fn scratch(&self) {}
+        fn whole_steps(&self) -> usize {
+            self.steps
+        }
+        fn is_active(&self, u: &Unit) -> bool {
+            u.left > 0
+        }
+        fn accumulate(
+            &self,
+            _group: usize,
+            units: &[(usize, &Unit)],
+            rows: Range<usize>,
+            out: &mut [f64],
+            _scratch: &mut (),
+        ) {
+            if self.armed.swap(false, Ordering::SeqCst) {
+                panic!("a family bug");
+            }
+            for o in &mut out[..units.len()] {
+                *o += rows.len() as f64;
+            }
+        }
+        fn apply(&self, _group: usize, _k: usize, u: &mut Unit, stats: &mut [f64], _s: &mut ()) {
+            u.rows += stats[0];
+            u.left -= 1;
+        }
+    }
+
+    fn countdown_units(sizes: &[usize]) -> (Vec<Vec<Unit>>, Vec<Range<usize>>) {
+        let mut start = 0;
+        let rows = sizes
+            .iter()
+            .map(|&n| {
+                start += n;
+                start - n..start
+            })
+            .collect();
+        let units = (0..sizes.len())
+            .map(|g| {
+                (0..2)
+                    .map(|k| Unit {
+                        left: 1 + (g + k) % 4,
+                        rows: 0.0,
+                    })
+                    .collect()
+            })
+            .collect();
+        (units, rows)
+    }
+
+    #[test]
+    fn every_strategy_shows_each_unit_its_rows_once_a_pass() {
+        let sizes = [1000, 10, 10, 500, 1, 3];
+        let family = Countdown {
+            armed: AtomicBool::new(false),
+            steps: 1,
+        };
+        for strategy in std::iter::once(Strategy::Auto).chain(Strategy::FIXED) {
+            for workers in [1, 2, 3] {
+                let (units, rows) = countdown_units(&sizes);
+                let (done, report) =
+                    run_passes(&family, units, &rows, strategy, workers, 100, &mut |_| {});
+                assert_eq!(report.passes, 4, "{strategy:?} x {workers}");
+                for (g, us) in done.iter().enumerate() {
+                    for (k, u) in us.iter().enumerate() {
+                        let passes = 1 + (g + k) % 4;
+                        assert_eq!(
+                            (u.left, u.rows),
+                            (0, (passes * sizes[g]) as f64),
+                            "{strategy:?} x {workers}: group {g} unit {k}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn whole_groups_take_their_steps_in_one_pass() {
+        let sizes = [1000, 10, 10, 500, 1, 3];
+        let family = Countdown {
+            armed: AtomicBool::new(false),
+            steps: usize::MAX,
+        };
+        for strategy in Strategy::FIXED {
+            for workers in [1, 2] {
+                let (units, rows) = countdown_units(&sizes);
+                let mut after_first = None;
+                let (done, report) =
+                    run_passes(&family, units, &rows, strategy, workers, 100, &mut |p| {
+                        after_first.get_or_insert(p.active);
+                    });
+                // Every unit still sees its rows once per update.
+                for (g, us) in done.iter().enumerate() {
+                    for (k, u) in us.iter().enumerate() {
+                        let updates = 1 + (g + k) % 4;
+                        assert_eq!((u.left, u.rows), (0, (updates * sizes[g]) as f64));
+                    }
+                }
+                // One worker, or whole groups per worker: nothing is cut,
+                // and every unit ends in the first pass.
+                if workers == 1 || strategy == Strategy::Tp {
+                    assert_eq!(report.passes, 1, "{strategy:?} x {workers}");
+                }
+                // Otherwise the run's plan depends on the calibrated costs
+                // (timed on this machine): it may cut groups, whose units
+                // take a pass per update (at most 4) while whole groups end
+                // in the first pass. Units of one update end in the first
+                // pass either way.
+                let multi: usize = (0..sizes.len())
+                    .map(|g| (0..2).filter(|k| (g + k) % 4 > 0).count())
+                    .sum();
+                let left = after_first.unwrap();
+                assert!(left <= multi, "{strategy:?} x {workers}");
+                assert!(report.passes <= 4, "{strategy:?} x {workers}");
+                assert_eq!(report.passes == 1, left == 0, "{strategy:?} x {workers}");
+                // `dp` cuts every group of 2+ rows, whatever the costs: the
+                // whole one (group 4, one row) ends its 2 updates in the
+                // first pass, the cut ones take 4 passes.
+                if strategy == Strategy::Dp && workers == 2 {
+                    assert_eq!((report.passes, left), (4, multi - 1));
+                }
+            }
+        }
+    }
+
+    /// Group 0's unit takes `long` one-row steps; group 1's one step waits
+    /// until group 0 has none left (or a timeout).
+    struct LongBeside {
+        left0: AtomicUsize,
+    }
+
+    /// A unit of [`LongBeside`]; the planner's pilot runs on copies marked
+    /// `pilot`, which never wait.
+    struct LongUnit {
+        left: usize,
+        rows: f64,
+        pilot: bool,
+    }
+
+    impl PartialStep for LongBeside {
+        type Unit = LongUnit;
+        type Scratch = ();
+        fn stats_len(&self) -> usize {
+            1
+        }
+        fn scratch(&self) {}
+        fn whole_steps(&self) -> usize {
+            2
+        }
+        fn steps_left(&self, _group: usize, _k: usize, u: &LongUnit) -> usize {
+            u.left
+        }
+        fn pilot_unit(&self, _k: usize, u: &LongUnit) -> Option<LongUnit> {
+            Some(LongUnit {
+                left: u.left,
+                rows: 0.0,
+                pilot: true,
+            })
+        }
+        fn is_active(&self, u: &LongUnit) -> bool {
+            u.left > 0
+        }
+        fn accumulate(
+            &self,
+            group: usize,
+            units: &[(usize, &LongUnit)],
+            rows: Range<usize>,
+            out: &mut [f64],
+            _scratch: &mut (),
+        ) {
+            if group == 1 && !units[0].1.pilot {
+                let t = std::time::Instant::now();
+                while self.left0.load(Ordering::SeqCst) > 0 && t.elapsed().as_secs() < 10 {
+                    std::thread::yield_now();
+                }
+            }
+            out[0] += rows.len() as f64;
+        }
+        fn apply(&self, group: usize, _k: usize, u: &mut LongUnit, stats: &mut [f64], _s: &mut ()) {
+            u.rows += stats[0];
+            u.left -= 1;
+            if group == 0 && !u.pilot {
+                self.left0.store(u.left, Ordering::SeqCst);
+            }
+        }
+    }
+
+    #[test]
+    fn a_worker_steps_its_whole_groups_on_while_another_is_busy() {
+        let long = 500;
+        let family = LongBeside {
+            left0: AtomicUsize::new(long),
+        };
+        // One row a step for group 0, whose 500 steps outweigh group 1's
+        // one step of 100 rows: a worker each under every strategy that
+        // keeps groups whole.
+        let unit = |left| LongUnit {
+            left,
+            rows: 0.0,
+            pilot: false,
+        };
+        let units = vec![vec![unit(long)], vec![unit(1)]];
+        let rows = vec![0..1, 1..101];
+        let (done, report) = run_passes(&family, units, &rows, Strategy::Tp, 2, 1000, &mut |_| {});
+        assert_eq!((done[0][0].left, done[0][0].rows), (0, long as f64));
+        assert_eq!((done[1][0].left, done[1][0].rows), (0, 100.0));
+        // Two steps a pass would take 250 passes; group 0 instead stepped
+        // on while group 1's step waited for it, all in the first pass.
+        assert_eq!(report.passes, 1);
+    }
+
+    #[test]
+    fn a_panic_in_a_worker_reaches_the_caller() {
+        let family = Countdown {
+            armed: AtomicBool::new(false),
+            steps: 1,
+        };
+        for strategy in [Strategy::Dp, Strategy::Fused, Strategy::Tp] {
+            let (units, rows) = countdown_units(&[1000, 500, 300, 200]);
+            let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run_passes(&family, units, &rows, strategy, 2, 100, &mut |p| {
+                    if p.pass == 1 {
+                        family.armed.store(true, Ordering::SeqCst);
+                    }
+                })
+            }));
+            assert!(caught.is_err(), "{strategy:?}");
+        }
+    }
+}
