@@ -89,10 +89,6 @@ impl GroupEncoder {
         &self.keys
     }
 
-    /// Consumes the encoder, returning the keys indexed by group id.
-    pub fn into_keys(self) -> Vec<GroupKey> {
-        self.keys
-    }
 
     fn insert(&mut self, key: GroupKey) -> u32 {
         let mut local = Vec::with_capacity(self.n_cols);

@@ -14,4 +14,4 @@ mod step;
 
 pub use driver::{run_passes, PassProgress, RunReport};
 pub use explain::{explain, Explain, StrategyPlan};
-pub use step::PartialStep;
+pub use step::{add_stats, PartialStep};

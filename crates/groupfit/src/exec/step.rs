@@ -38,9 +38,7 @@ pub trait PartialStep: Sync {
     );
     /// Adds `from` into `into`.
     fn combine(&self, into: &mut [f64], from: &[f64]) {
-        for (a, b) in into.iter_mut().zip(from) {
-            *a += b;
-        }
+        add_stats(into, from);
     }
     /// Of the rows `rows` of `group`, how many cost more than the others to
     /// scan: the linear family sums the Hessian over a fixed sample of a
@@ -196,4 +194,12 @@ pub(crate) fn active_units<'u, F: PartialStep>(family: &F, units: &'u [F::Unit])
         .enumerate()
         .filter(|(_, u)| family.is_active(u))
         .collect()
+}
+
+/// Adds the partial statistics `from` into `into`, element by element (the
+/// default [`PartialStep::combine`]).
+pub fn add_stats(into: &mut [f64], from: &[f64]) {
+    for (a, b) in into.iter_mut().zip(from) {
+        *a += b;
+    }
 }

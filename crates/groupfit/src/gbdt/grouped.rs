@@ -371,11 +371,6 @@ impl PartialStep for GbdtPass<'_> {
         }
     }
 
-    fn combine(&self, into: &mut [f64], from: &[f64]) {
-        for (a, b) in into.iter_mut().zip(from) {
-            *a += b;
-        }
-    }
 
     /// One round of each active booster of the whole group, as the pass
     /// driver's next pass would run it.

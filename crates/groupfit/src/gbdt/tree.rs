@@ -130,10 +130,6 @@ impl Tree {
         self.leaf_value[self.leaf(x)]
     }
 
-    /// Leaves.
-    pub fn n_leaves(&self) -> usize {
-        self.leaf_value.len()
-    }
 }
 
 /// A tree being grown, in bin space (`bin <= split_bin` goes left).

@@ -244,12 +244,6 @@ pub fn accumulate<'a>(
     accumulate_blocks(task, hessian_stride, &mut blocks, units, out, &mut s.block);
 }
 
-/// Adds the partial statistics `from` into `into`.
-pub fn combine(into: &mut [f64], from: &[f64]) {
-    for (a, b) in into.iter_mut().zip(from) {
-        *a += b;
-    }
-}
 
 /// The update: given the unit's statistics over all of its rows at `u.w`,
 /// adds the penalty (`penalty[j]` on `w[j]`, none on the intercept), checks the
@@ -985,7 +979,7 @@ mod tests {
         let mut b = vec![0.0; 2 * len];
         accumulate(Task::Binary, 1, m.blocks(0, 0..256), &units, &mut a, &mut s);
         accumulate(Task::Binary, 1, m.blocks(0, 256..n), &units, &mut b, &mut s);
-        combine(&mut a, &b);
+        crate::exec::add_stats(&mut a, &b);
         for (u, v) in a.iter().zip(&whole) {
             assert!((u - v).abs() <= 1e-9 * v.abs().max(1.0), "{u} vs {v}");
         }

@@ -473,11 +473,6 @@ impl Plan {
         pieces
     }
 
-    /// Whether every shard of the plan is a whole group (no group is cut):
-    /// no unit then waits for another worker's partial statistics.
-    pub fn all_whole(&self) -> bool {
-        self.stages.iter().flatten().flatten().all(|s| s.whole)
-    }
 
     /// Whether no stage gives work to more than one worker (e.g. one group
     /// left, as in the last mini-batch steps of an MLP run): such a pass runs

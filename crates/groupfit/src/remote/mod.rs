@@ -741,7 +741,7 @@ impl Coordinator {
                         if *known != ks {
                             return Err(protocol("workers disagree on a group's active units"));
                         }
-                        solver::combine(acc, stats);
+                        crate::exec::add_stats(acc, stats);
                     }
                 }
             }

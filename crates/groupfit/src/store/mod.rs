@@ -14,7 +14,6 @@
 //! Files are written through [`crate::util::fs::write_atomic`], so a failed
 //! write leaves nothing behind.
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::ops::Range;
 use std::path::Path;
@@ -690,14 +689,6 @@ impl ModelBundle {
         })
     }
 
-    /// Index of a group by its displayed key (`JFK/LAX`).
-    pub fn group_index(&self) -> HashMap<String, usize> {
-        self.groups
-            .iter()
-            .enumerate()
-            .map(|(i, g)| (display_key(&g.key), i))
-            .collect()
-    }
 }
 
 /// Float places a model takes in the binary section: an MLP's weights and
