@@ -5,9 +5,8 @@
 //! on one file routes the rows of another even if a writer changed the type.
 //! A float key with an integral value renders as that integer (`7.0` is the
 //! key `7`), so a key column read as floats (a Parquet writer that made an
-//! integer column nullable, a pandas round trip) still finds its groups; a
-//! model file whose float keys were stored as `7.0` (before this rule) is still
-//! found too.
+//! integer column nullable, a pandas round trip) still finds its groups. A
+//! model file that stores such a key as `7.0` is still found too.
 //! A null in a key column is a value of its own: rows with a null key form their
 //! own group, shown as `null`.
 

@@ -559,8 +559,8 @@ impl Plan {
 
 /// Estimates within this fraction of the cheapest are ties for `auto`: the
 /// cost model is not that precise, and a tie goes to the plan with the
-/// fewest [`Plan::jumps`] (on 20,000 groups of 40 rows, fused's in-order
-/// scan was about 5% faster than task parallelism's, at equal estimates).
+/// fewest [`Plan::jumps`]: an in-order scan is faster at equal estimates
+/// (see docs/benchmarks.md).
 pub const TIE: f64 = 0.005;
 
 /// The plan `auto` runs among candidates `(estimated seconds, jumps)`: the
