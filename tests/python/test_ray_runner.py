@@ -11,12 +11,14 @@ import pyarrow.compute  # noqa: F401  (pa.compute)
 import pyarrow.parquet as pq
 import pytest
 
-ray = pytest.importorskip("ray")
-from ray.cluster_utils import Cluster  # noqa: E402
+# Ray is a declared test dependency (requirements-dev.txt, the `test` extra):
+# without it this module fails to import and the suite fails; it is never skipped.
+import ray
+from ray.cluster_utils import Cluster
 
-import groupfit as gf  # noqa: E402
-from groupfit import exceptions as gfe  # noqa: E402
-from conftest import make_grouped  # noqa: E402
+import groupfit as gf
+from groupfit import exceptions as gfe
+from conftest import make_grouped
 
 # One binary group large enough for the sampled Hessian (>= 48 blocks of 256
 # rows) and to be sharded, mid-size and small groups, and one below min_rows.
