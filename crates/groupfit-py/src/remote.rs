@@ -501,6 +501,7 @@ impl RemoteFamily {
             strategy: Strategy::Tp,
             passes: 0,
             passes_s: 0.0,
+            cut_groups: 0,
         };
         let mut family_impute = Vec::new();
         for ((spec, ..), bytes) in shards.iter().zip(&results) {
@@ -521,6 +522,7 @@ impl RemoteFamily {
             family_impute = wf.impute;
             report.passes = report.passes.max(wf.passes);
             report.passes_s = report.passes_s.max(wf.passes_s);
+            report.cut_groups = report.cut_groups.max(wf.cut_groups);
         }
         Ok(FamilyFit {
             units,
@@ -626,6 +628,15 @@ impl Family for RemoteFamily {
         });
         let (models, standardisation, passes, passes_s) = result.map_err(|e| self.fail(e))?;
         let specs: Vec<ShardSpec> = shards.into_iter().map(|(s, _, _)| s).collect();
+        // Groups whose pieces lie with several workers (the placement is the run's one plan).
+        let mut shared: Vec<usize> = specs
+            .iter()
+            .flat_map(|s| &s.pieces)
+            .filter(|p| p.shared)
+            .map(|p| p.group)
+            .collect();
+        shared.sort_unstable();
+        shared.dedup();
         let co = Coord::new(specs)?;
         let parts = models
             .iter()
@@ -661,6 +672,7 @@ impl Family for RemoteFamily {
                 strategy: Strategy::Hybrid,
                 passes,
                 passes_s,
+                cut_groups: shared.len(),
             },
         })
     }
