@@ -76,6 +76,7 @@ def test_ray_equals_native(cluster, task):
     assert info["runner"] == "ray" and info["workers"] == 2 and info["restarts"] == []
     # the big group and the global model's rows are cut over both actors
     assert info["shared_groups"] >= 2
+    assert remote.summary["cut_groups"] == info["shared_groups"]
     assert min(info["shard_rows"]) > 0.3 * sum(info["shard_rows"]) / 2
     assert remote.summary["strategy"] == "hybrid"
     assert info["passes"] == remote.summary["passes"] >= 2
@@ -177,6 +178,7 @@ def test_trees_and_networks_by_whole_groups_equal_native(cluster, model, params)
     assert_same(native, remote, valid, rtol=1e-5 if model == "mlp" else 1e-7)
     info = remote.runner_info
     assert info["placement"] == "whole groups" and info["workers"] == 2 and info["shared_groups"] == 0
+    assert remote.summary["cut_groups"] == 0  # one thread per actor: nothing cut
     # the global model's actor holds every training row (with the groups
     # their per-model weight leaves it); the other holds the rest of the
     # fitted groups (not the 4-row group below min_rows)

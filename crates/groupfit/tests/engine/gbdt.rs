@@ -193,8 +193,10 @@ fn gbdt_strategies_and_threads_agree(task: Task) {
         Strategy::Hybrid,
     ] {
         for threads in [1, 2, 3] {
-            let b = fit_gbdt(&all, &vall, task, strategy, threads, params).bundle;
+            let out = fit_gbdt(&all, &vall, task, strategy, threads, params);
             let what = format!("{task:?} {strategy:?} x {threads}");
+            assert_cuts(strategy, threads, out.summary.cut_groups, &what);
+            let b = out.bundle;
             let ms = gbdt_models(&b);
             for (k, m) in &ref_models {
                 assert_trees_close(m, &ms[k], 1e-9, &format!("{what}, group {k}"));

@@ -87,6 +87,7 @@ fn strategies_and_threads_agree(task: Task) {
             );
             assert_eq!(out.summary.fallback.few_rows, 1);
             let what = format!("{task:?} {} x {threads} threads", strategy.name());
+            assert_cuts(strategy, threads, out.summary.cut_groups, &what);
             match &reference {
                 None => reference = Some(out.bundle),
                 Some(r) => assert_bundles_close(r, &out.bundle, 1e-5, &what),
@@ -130,6 +131,11 @@ fn check_plans_agree(sizes: &[usize], task: Task, seed: u64) -> Result<(), TestC
     );
     prop_assert_eq!(reference.summary.groups, sizes.len());
     prop_assert_eq!(reference.summary.routes.groups_own, sizes.len());
+    // dp cuts exactly the groups of more than one 256-row block (the global
+    // pseudo-group holds every row); tp cuts none.
+    let blocks_of = |n: usize| n.div_ceil(256);
+    let must_cut = sizes.iter().filter(|&&n| blocks_of(n) > 1).count()
+        + usize::from(blocks_of(sizes.iter().sum()) > 1);
     for (strategy, threads) in [
         (Strategy::Tp, 3),
         (Strategy::Dp, 2),
@@ -147,6 +153,11 @@ fn check_plans_agree(sizes: &[usize], task: Task, seed: u64) -> Result<(), TestC
                 ..base
             },
         );
+        match strategy {
+            Strategy::Tp => prop_assert_eq!(out.summary.cut_groups, 0),
+            Strategy::Dp => prop_assert_eq!(out.summary.cut_groups, must_cut),
+            _ => {}
+        }
         assert_bundles_close(
             &reference.bundle,
             &out.bundle,

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use groupfit::data::Task;
-use groupfit::job::{train, Event, TrainSpec};
+use groupfit::job::{train, Event, TrainOutput, TrainSpec};
 use groupfit::mlp::MlpModel;
 use groupfit::plan::Strategy;
 use groupfit::store::{FittedModel, ModelBundle};
@@ -72,6 +72,18 @@ fn mlp_run(
     path: &Path,
     valid_fraction: f64,
 ) -> ModelBundle {
+    mlp_train(task, params, strategy, threads, path, valid_fraction).bundle
+}
+
+/// [`mlp_run`], with the summary.
+fn mlp_train(
+    task: Task,
+    params: &[&str],
+    strategy: Strategy,
+    threads: usize,
+    path: &Path,
+    valid_fraction: f64,
+) -> TrainOutput {
     let spec = TrainSpec {
         params: params.iter().map(|s| s.to_string()).collect(),
         model: "mlp".into(),
@@ -87,7 +99,7 @@ fn mlp_run(
     if strategy != Strategy::Auto {
         assert_eq!(out.summary.strategy, strategy.name());
     }
-    out.bundle
+    out
 }
 
 fn mlp_grouped_equals_looped(task: Task, params: &[&str]) {
@@ -153,8 +165,10 @@ fn mlp_strategies_and_threads_agree(task: Task) {
         Strategy::Auto,
     ] {
         for threads in [1, 2, 3] {
-            let b = mlp_run(task, &params, strategy, threads, &path, 0.2);
+            let out = mlp_train(task, &params, strategy, threads, &path, 0.2);
             let what = format!("{task:?} mlp {} x {threads} threads", strategy.name());
+            assert_cuts(strategy, threads, out.summary.cut_groups, &what);
+            let b = out.bundle;
             match &reference {
                 None => reference = Some(b),
                 Some(r) => {
