@@ -11,6 +11,8 @@ import pyarrow as pa
 
 from groupfit import _native
 from groupfit._convert import grid_specs, key_list, to_source
+from groupfit.exceptions import ArgumentError
+from groupfit.runners import resolve_runner
 
 
 class GroupedModel:
@@ -132,8 +134,6 @@ def fit(
     (or of unseen groups) raises :class:`groupfit.exceptions.NoModelError`.
     The other arguments mean what the CLI's ``train`` options mean.
     """
-    from groupfit.runners import resolve_runner
-
     if isinstance(valid, bool):
         raise TypeError("valid: expected a fraction, a table or a path")
     if isinstance(valid, (int, float)):
@@ -156,13 +156,13 @@ def fit(
         strategy=strategy,
         global_model=bool(global_model),
     )
-    return resolve_runner(runner).fit(job)
+    r = resolve_runner(runner)
+    bundle = r.fit(job)
+    return GroupedModel(bundle, runner_info=getattr(r, "last_info", None))
 
 
 def _count(name: str, value: Any) -> int:
     """``value`` as a non-negative integer that fits the engine's 64 bits."""
-    from groupfit.exceptions import ArgumentError
-
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name}: expected an integer, got {type(value).__name__}")
     if not 0 <= int(value) < 2**64:

@@ -46,7 +46,6 @@ import ray
 from ray.exceptions import RayActorError
 
 from groupfit import _native
-from groupfit._model import GroupedModel
 from groupfit.exceptions import GroupfitError, RunnerError
 
 
@@ -327,8 +326,10 @@ class _Driver:
         }
 
 
-def fit_on_ray(runner: Any, job: dict) -> GroupedModel:
-    """Runs a training job with ``runner`` (a :class:`groupfit.runners.RayRunner`)."""
+def fit_on_ray(runner: Any, job: dict) -> "_native.Bundle":
+    """Runs a training job with ``runner`` (a :class:`groupfit.runners.RayRunner`);
+    returns the trained bundle and sets ``runner.last_info`` to the driver's
+    report (what ``GroupedModel.runner_info`` shows)."""
     if not ray.is_initialized():
         ray.init(address=runner.address, include_dashboard=False, log_to_driver=False)
     driver = _Driver(runner)
@@ -341,4 +342,4 @@ def fit_on_ray(runner: Any, job: dict) -> GroupedModel:
     finally:
         driver.close()
     runner.last_info = dict(driver.info)
-    return GroupedModel(bundle, runner_info=driver.info)
+    return bundle

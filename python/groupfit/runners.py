@@ -7,6 +7,11 @@ environment variable and defaults to ``"native"``.
 - :class:`NativeRunner`: the engine in this process, its own threads.
 - :class:`RayRunner`: Ray actors, each holding a shard of the data; see
   :mod:`groupfit.ray_runner`. Ray is imported only when this runner runs.
+
+A runner returns the engine's trained bundle (``_native.Bundle``);
+:func:`groupfit.fit` wraps it in a :class:`groupfit.GroupedModel` together with
+the runner's :attr:`Runner.last_info`. This module imports nothing of the
+package above the engine, so ``_model`` can import it and not the reverse.
 """
 
 from __future__ import annotations
@@ -15,18 +20,22 @@ import os
 from typing import Any, Optional
 
 from groupfit import _native
-from groupfit._model import GroupedModel
 from groupfit.exceptions import ArgumentError
 
 
 class Runner:
-    """Base class: turns a training job (the keyword arguments of the engine's
-    ``train``) into a :class:`GroupedModel`."""
+    """Base class: runs a training job (the keyword arguments of the engine's
+    ``train``) and returns the engine's trained bundle (``_native.Bundle``).
+
+    After :meth:`fit`, ``last_info`` holds what the run reports beyond the
+    bundle's summary (``GroupedModel.runner_info``): empty for the native
+    runner, the actors' passes, seconds and restarts for the Ray runner.
+    """
 
     name = "runner"
 
-    def fit(self, job: dict) -> GroupedModel:  # pragma: no cover - abstract
-        """Runs the training job."""
+    def fit(self, job: dict) -> "_native.Bundle":  # pragma: no cover - abstract
+        """Runs the training job; returns the trained bundle and sets ``last_info``."""
         raise NotImplementedError
 
 
@@ -35,12 +44,14 @@ class NativeRunner(Runner):
 
     name = "native"
 
-    def fit(self, job: dict) -> GroupedModel:
+    def fit(self, job: dict) -> "_native.Bundle":
         job = dict(job)
         data = job.pop("data")
         by = job.pop("by")
         target = job.pop("target")
-        return GroupedModel(_native.train(data, by, target, **job))
+        bundle = _native.train(data, by, target, **job)
+        self.last_info: dict = {}
+        return bundle
 
 
 class RayRunner(Runner):
@@ -78,7 +89,7 @@ class RayRunner(Runner):
         #: Test hook: ``fault_hook(pass_index, actors)`` is called before every pass.
         self.fault_hook = fault_hook
 
-    def fit(self, job: dict) -> GroupedModel:
+    def fit(self, job: dict) -> "_native.Bundle":
         from groupfit.ray_runner import fit_on_ray
 
         return fit_on_ray(self, job)

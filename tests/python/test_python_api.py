@@ -319,6 +319,10 @@ def test_gbdt_with_a_tiny_group_beside_a_large_one_trains_on_two_threads():
         for strategy in ["auto", "tp", "dp", "fused", "hybrid"]
     }
     one = gf.fit(t, by="g", target="y", model="gbdt", params={"rounds": [2]}, threads=1)
+    # Not an agreement of whole groups only: one thread and tp cut nothing,
+    # dp cuts the big group's and the global model's boosters over both threads.
+    assert models["tp"].summary["cut_groups"] == 0 and one.summary["cut_groups"] == 0
+    assert models["dp"].summary["cut_groups"] >= 1
     want = one.predict(t)
     assert np.isfinite(want).all()
     for strategy, m in models.items():

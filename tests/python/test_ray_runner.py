@@ -11,12 +11,14 @@ import pyarrow.compute  # noqa: F401  (pa.compute)
 import pyarrow.parquet as pq
 import pytest
 
-ray = pytest.importorskip("ray")
-from ray.cluster_utils import Cluster  # noqa: E402
+# Ray is a declared test dependency (requirements-dev.txt, the `test` extra):
+# without it this module fails to import and the suite fails; it is never skipped.
+import ray
+from ray.cluster_utils import Cluster
 
-import groupfit as gf  # noqa: E402
-from groupfit import exceptions as gfe  # noqa: E402
-from conftest import make_grouped  # noqa: E402
+import groupfit as gf
+from groupfit import exceptions as gfe
+from conftest import make_grouped
 
 # One binary group large enough for the sampled Hessian (>= 48 blocks of 256
 # rows) and to be sharded, mid-size and small groups, and one below min_rows.
@@ -74,6 +76,7 @@ def test_ray_equals_native(cluster, task):
     assert info["runner"] == "ray" and info["workers"] == 2 and info["restarts"] == []
     # the big group and the global model's rows are cut over both actors
     assert info["shared_groups"] >= 2
+    assert remote.summary["cut_groups"] == info["shared_groups"]
     assert min(info["shard_rows"]) > 0.3 * sum(info["shard_rows"]) / 2
     assert remote.summary["strategy"] == "hybrid"
     assert info["passes"] == remote.summary["passes"] >= 2
@@ -175,6 +178,7 @@ def test_trees_and_networks_by_whole_groups_equal_native(cluster, model, params)
     assert_same(native, remote, valid, rtol=1e-5 if model == "mlp" else 1e-7)
     info = remote.runner_info
     assert info["placement"] == "whole groups" and info["workers"] == 2 and info["shared_groups"] == 0
+    assert remote.summary["cut_groups"] == 0  # one thread per actor: nothing cut
     # the global model's actor holds every training row (with the groups
     # their per-model weight leaves it); the other holds the rest of the
     # fitted groups (not the 4-row group below min_rows)

@@ -1,4 +1,4 @@
-//! Bindings of `groupfit::exec::remote` for the Ray runner: the worker session
+//! Bindings of `groupfit::remote` for the Ray runner: the worker session
 //! an actor holds, the driver's coordinator, and [`RemoteFamily`], the family
 //! `job::train_*_with` calls when `runner="ray"`: it cuts the prepared data
 //! into shards and hands them to the Python driver (`groupfit.ray_runner`).
@@ -270,7 +270,7 @@ impl Coordinator {
     }
 }
 
-/// Fits a whole-group shard on an actor (see `exec::whole`): `spec` (JSON),
+/// Fits a whole-group shard on an actor (see `remote::whole`): `spec` (JSON),
 /// the `train` and `valid` batches the driver made (`g`, `y`, features), on
 /// `threads` threads. Returns the `WholeFit` as JSON bytes.
 #[pyfunction]
@@ -503,6 +503,7 @@ impl RemoteFamily {
             strategy: Strategy::Tp,
             passes: 0,
             passes_s: 0.0,
+            cut_groups: 0,
         };
         let mut family_impute = Vec::new();
         for ((spec, ..), bytes) in shards.iter().zip(&results) {
@@ -523,6 +524,7 @@ impl RemoteFamily {
             family_impute = wf.impute;
             report.passes = report.passes.max(wf.passes);
             report.passes_s = report.passes_s.max(wf.passes_s);
+            report.cut_groups = report.cut_groups.max(wf.cut_groups);
         }
         Ok(FamilyFit {
             units,
@@ -634,6 +636,15 @@ impl Family for RemoteFamily {
         });
         let (models, standardisation, passes, passes_s) = result.map_err(|e| self.fail(e))?;
         let specs: Vec<ShardSpec> = shards.into_iter().map(|(s, _, _)| s).collect();
+        // Groups whose pieces lie with several workers (the placement is the run's one plan).
+        let mut shared: Vec<usize> = specs
+            .iter()
+            .flat_map(|s| &s.pieces)
+            .filter(|p| p.shared)
+            .map(|p| p.group)
+            .collect();
+        shared.sort_unstable();
+        shared.dedup();
         let co = Coord::new(specs)?;
         let parts = models
             .iter()
@@ -669,6 +680,7 @@ impl Family for RemoteFamily {
                 strategy: Strategy::Hybrid,
                 passes,
                 passes_s,
+                cut_groups: shared.len(),
             },
         })
     }

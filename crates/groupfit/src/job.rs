@@ -190,6 +190,10 @@ pub struct Summary {
     pub passes: usize,
     /// Seconds inside the solver's passes over the data (part of `train_s`).
     pub passes_s: f64,
+    /// The most groups one plan of the run cut into pieces on two or more
+    /// workers (0: every group was scanned whole by one worker).
+    #[serde(default)]
+    pub cut_groups: usize,
     /// Units that stopped at their iteration limit.
     pub not_converged: usize,
     /// Worker threads.
@@ -1169,6 +1173,7 @@ fn fit_tables(
         global_config: selection.global_config.map(|k| points[k].name.clone()),
         passes: report.passes,
         passes_s: report.passes_s,
+        cut_groups: report.cut_groups,
         not_converged,
         threads,
     };

@@ -65,7 +65,7 @@ pub struct GroupedMatrix {
 /// Standardisation given from outside instead of computed from the rows: a
 /// worker holding shards of groups standardises them by each group's
 /// statistics over all workers, so its blocks are those of a single-machine
-/// layout (see `exec::remote`).
+/// layout (see `crate::remote`).
 #[derive(Debug, Clone, Copy)]
 pub struct GivenStats<'a> {
     /// Per group, the mean of each feature (`n_groups x d`).

@@ -36,6 +36,9 @@ pub struct RunReport {
     pub passes: usize,
     /// Seconds spent inside the passes (scans, reductions and updates).
     pub passes_s: f64,
+    /// The most groups any plan of the run cut into pieces on two or more
+    /// workers (0: every group was scanned whole by one worker).
+    pub cut_groups: usize,
 }
 
 /// Runs passes until every unit is inactive (or `max_passes`).
@@ -69,6 +72,7 @@ pub fn run_passes<F: PartialStep>(
     // `auto`: groups with active units when it last chose a strategy.
     let mut decided_at = usize::MAX;
     let mut passes_s = 0.0;
+    let mut cut_groups = 0;
     // Every strategy places work by the calibrated costs (updates and shards
     // count, not only rows); `auto` also prices whole plans with them. One
     // worker has nothing to place.
@@ -121,6 +125,7 @@ pub fn run_passes<F: PartialStep>(
                 }
                 resolved.get_or_insert(p.strategy);
                 current = Some(p.strategy);
+                cut_groups = cut_groups.max(groups_cut(&p, groups.len()));
                 ctl.set_plan(p);
                 replan = false;
             }
@@ -156,6 +161,7 @@ pub fn run_passes<F: PartialStep>(
         }),
         passes: pass,
         passes_s,
+        cut_groups,
     };
     (
         groups
@@ -164,6 +170,25 @@ pub fn run_passes<F: PartialStep>(
             .collect(),
         report,
     )
+}
+
+/// Groups whose shards in some stage of `plan` lie with two or more workers.
+fn groups_cut(plan: &Plan, n_groups: usize) -> usize {
+    let mut cut = vec![false; n_groups];
+    for stage in &plan.stages {
+        // The first worker holding each group in this stage.
+        let mut first: Vec<Option<usize>> = vec![None; n_groups];
+        for (w, shards) in stage.iter().enumerate() {
+            for s in shards {
+                match first[s.group] {
+                    None => first[s.group] = Some(w),
+                    Some(f) if f != w => cut[s.group] = true,
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+    cut.iter().filter(|&&c| c).count()
 }
 
 /// Partial statistics of a cut group, tagged for the in-order reduction.

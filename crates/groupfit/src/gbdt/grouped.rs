@@ -545,6 +545,7 @@ pub fn fit_grouped(
         strategy: input.strategy,
         passes: 0,
         passes_s: 0.0,
+        cut_groups: 0,
     };
     let mut strategy_rows = 0usize;
     let mut binnings: Vec<Binning> = configs.iter().map(Binning::of).collect();
@@ -611,6 +612,8 @@ pub fn fit_grouped(
             done_units += n_units;
             report.passes += r.passes;
             report.passes_s += r.passes_s;
+            // The pass driver's groups here are boosters (one per group and config).
+            report.cut_groups = report.cut_groups.max(r.cut_groups);
             hist_s += family.hist_ns.load(Ordering::Relaxed) as f64 * 1e-9;
             round_s += family.round_ns.load(Ordering::Relaxed) as f64 * 1e-9;
             if class_rows >= strategy_rows {

@@ -72,6 +72,9 @@ pub struct WholeFit {
     pub passes: usize,
     /// Seconds inside the passes.
     pub passes_s: f64,
+    /// Groups the worker's own plans cut over its threads ([`super::RunReport::cut_groups`]).
+    #[serde(default)]
+    pub cut_groups: usize,
 }
 
 /// Places groups (`weights[g]` the cost of group `g`'s models in training
@@ -176,6 +179,7 @@ pub fn fit_whole(
         impute: out.impute,
         passes: out.report.passes,
         passes_s: out.report.passes_s,
+        cut_groups: out.report.cut_groups,
     })
 }
 
