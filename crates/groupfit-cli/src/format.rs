@@ -1,0 +1,43 @@
+//! Number and score formatting shared by the commands' text output.
+
+use groupfit::data::Task;
+use groupfit::store::Scores;
+
+/// `1234567` as `1,234,567`.
+pub fn fmt_int(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A byte count in B, KiB, MiB or GiB.
+pub fn fmt_bytes(b: usize) -> String {
+    match b {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} B"),
+    }
+}
+
+/// The selection metric's name.
+pub fn metric_name(task: Task) -> &'static str {
+    match task {
+        Task::Binary => "log-loss",
+        Task::Regression => "RMSE",
+    }
+}
+
+/// The selection metric of `s`, if scored.
+pub fn primary(task: Task, s: &Scores) -> Option<f64> {
+    match task {
+        Task::Binary => s.logloss,
+        Task::Regression => s.rmse,
+    }
+}

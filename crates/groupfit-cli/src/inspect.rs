@@ -1,0 +1,267 @@
+//! `groupfit inspect`: what a model file holds — as JSON, or as a text
+//! header, a table of the largest groups and the fallback groups.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Result;
+use groupfit::data::keys::display_key;
+use groupfit::store::{FittedModel, GlobalEntry, GroupEntry, ModelBundle, Route};
+
+use crate::emit;
+use crate::format::{metric_name, primary};
+
+/// Prints the bundle at `model`: the whole description as JSON, or text
+/// listing `top` groups (0: all).
+pub fn inspect(model: &Path, json: bool, top: usize) -> Result<()> {
+    let b = ModelBundle::load(model)?;
+    if json {
+        emit(&serde_json::to_string_pretty(&bundle_json(&b))?);
+        return Ok(());
+    }
+    let mut buf: Vec<u8> = Vec::new();
+    write_header(&mut buf, &b, model)?;
+    write_groups(&mut buf, &b, top)?;
+    write_fallbacks(&mut buf, &b, top)?;
+    let _ = std::io::stdout().lock().write_all(&buf);
+    Ok(())
+}
+
+/// Per-feature gain importance of a tree model, largest first (None for other families).
+fn importance(features: &[String], m: Option<&FittedModel>) -> Option<Vec<(String, f64)>> {
+    match m? {
+        FittedModel::Gbdt(g) => {
+            let mut v: Vec<(String, f64)> = features
+                .iter()
+                .cloned()
+                .zip(g.importance.iter().copied())
+                .collect();
+            v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            Some(v)
+        }
+        _ => None,
+    }
+}
+
+/// `f3 41%, f0 22%, f7 9%`: the `k` features with the largest share of the gain.
+fn top_importance(imp: &[(String, f64)], k: usize) -> String {
+    let total: f64 = imp.iter().map(|(_, g)| g).sum();
+    if total <= 0.0 {
+        return "-".into();
+    }
+    imp.iter()
+        .take(k)
+        .filter(|(_, g)| *g > 0.0)
+        .map(|(f, g)| format!("{f} {:.0}%", 100.0 * g / total))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The whole bundle description.
+fn bundle_json(b: &ModelBundle) -> serde_json::Value {
+    let groups: Vec<serde_json::Value> = b.groups.iter().map(|g| group_json(b, g)).collect();
+    let global = b.global.as_ref().map(|gl| global_json(b, gl));
+    serde_json::json!({
+        "format_version": b.format_version,
+        "groupfit_version": b.groupfit_version,
+        "family": b.family,
+        "task": b.task,
+        "key_columns": b.key_columns,
+        "features": b.features,
+        "target": b.target,
+        "configs": b.configs.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+        "impute": b.impute,
+        "global": global,
+        "groups": groups,
+        "summary": b.summary,
+    })
+}
+
+/// One group's entry, with its model's feature importance (trees).
+fn group_json(b: &ModelBundle, g: &GroupEntry) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "key": display_key(&g.key),
+        // One part per key column (null for a null key): for
+        // scripts, with nothing to unquote.
+        "key_parts": g.key,
+        "n_train": g.n_train,
+        "n_valid": g.n_valid,
+        "route": g.route,
+        "config": g.config.map(|k| b.configs[k].name.clone()),
+        "valid": g.valid,
+        "valid_by_config": g.valid_by_config,
+        "fallback": g.fallback,
+        "iterations": g.iterations,
+        "model": g.model.as_ref().map(FittedModel::to_json),
+    });
+    if let Some(imp) = importance(&b.features, g.model.as_ref()) {
+        v["importance"] = importance_json(imp);
+    }
+    v
+}
+
+/// The global model's entry, with its feature importance (trees).
+fn global_json(b: &ModelBundle, gl: &GlobalEntry) -> serde_json::Value {
+    let mut v = serde_json::json!({"config": b.configs[gl.config].name, "valid": gl.valid, "model": gl.model.to_json()});
+    if let Some(imp) = importance(&b.features, Some(&gl.model)) {
+        v["importance"] = importance_json(imp);
+    }
+    v
+}
+
+/// `{"feature": gain, ...}`.
+fn importance_json(imp: Vec<(String, f64)>) -> serde_json::Value {
+    imp.into_iter()
+        .map(|(f, g)| (f, serde_json::json!(g)))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+/// The file, family, keys, features, configs, group counts and global model.
+fn write_header(o: &mut Vec<u8>, b: &ModelBundle, model: &Path) -> Result<()> {
+    writeln!(
+        o,
+        "model file   {} (format v{}, groupfit {})",
+        model.display(),
+        b.format_version,
+        b.groupfit_version
+    )?;
+    writeln!(
+        o,
+        "family       {} ({}), target '{}'",
+        b.family,
+        b.task.name(),
+        b.target
+    )?;
+    writeln!(o, "keys         {}", b.key_columns.join(", "))?;
+    writeln!(
+        o,
+        "features     {} ({})",
+        b.features.len(),
+        b.features.join(", ")
+    )?;
+    writeln!(
+        o,
+        "configs      {}",
+        b.configs
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(" | ")
+    )?;
+    let own = b.groups.iter().filter(|g| g.route == Route::Own).count();
+    writeln!(
+        o,
+        "groups       {} ({} own model, {} {})",
+        b.groups.len(),
+        own,
+        b.groups.len() - own,
+        if b.global.is_some() {
+            "global fallback"
+        } else {
+            "no model"
+        }
+    )?;
+    match &b.global {
+        Some(gl) => writeln!(
+            o,
+            "global       config {}, validation {} {}",
+            b.configs[gl.config].name,
+            metric_name(b.task),
+            primary(b.task, &gl.valid).map_or("-".into(), |v| format!("{v:.4}"))
+        )?,
+        None => writeln!(o, "global       none (trained with --no-global)")?,
+    }
+    Ok(())
+}
+
+/// The `top` largest groups (0: all), one line each.
+fn write_groups(o: &mut Vec<u8>, b: &ModelBundle, top: usize) -> Result<()> {
+    let mut order: Vec<usize> = (0..b.groups.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(b.groups[i].n_train));
+    let shown = if top == 0 {
+        order.len()
+    } else {
+        top.min(order.len())
+    };
+    writeln!(o)?;
+    let trees = b.family == "gbdt";
+    writeln!(
+        o,
+        "{:<24} {:>9} {:>9}  {:<7} {:<18} {:>10}{}",
+        "group",
+        "n_train",
+        "n_valid",
+        "route",
+        "config",
+        metric_name(b.task),
+        if trees {
+            "  top features (share of gain)"
+        } else {
+            ""
+        }
+    )?;
+    for &i in &order[..shown] {
+        write_group(o, b, &b.groups[i], trees)?;
+    }
+    if shown < order.len() {
+        writeln!(
+            o,
+            "... {} more groups (--top 0 lists all)",
+            order.len() - shown
+        )?;
+    }
+    Ok(())
+}
+
+/// One group's line of the table (with its top features when `trees`).
+fn write_group(o: &mut Vec<u8>, b: &ModelBundle, g: &GroupEntry, trees: bool) -> Result<()> {
+    let imp = if trees {
+        let m = g.model.as_ref().or(b.global.as_ref().map(|gl| &gl.model));
+        format!(
+            "  {}",
+            importance(&b.features, m).map_or("-".into(), |v| top_importance(&v, 3))
+        )
+    } else {
+        String::new()
+    };
+    writeln!(
+        o,
+        "{:<24} {:>9} {:>9}  {:<7} {:<18} {:>10}{imp}",
+        display_key(&g.key),
+        g.n_train,
+        g.n_valid,
+        g.route.name(),
+        g.config
+            .map_or_else(|| "-".to_string(), |k| b.configs[k].name.clone()),
+        primary(b.task, &g.valid).map_or("-".into(), |v| format!("{v:.4}"))
+    )?;
+    Ok(())
+}
+
+/// The groups served by the global model and why (at most `top`; 0: all).
+fn write_fallbacks(o: &mut Vec<u8>, b: &ModelBundle, top: usize) -> Result<()> {
+    let fallbacks: Vec<String> = b
+        .groups
+        .iter()
+        .filter(|g| g.route == Route::Global)
+        .map(|g| {
+            format!(
+                "{}: {}",
+                display_key(&g.key),
+                g.fallback.as_deref().unwrap_or("")
+            )
+        })
+        .collect();
+    if !fallbacks.is_empty() {
+        writeln!(o)?;
+        writeln!(o, "fallback groups ({}):", fallbacks.len())?;
+        for f in fallbacks
+            .iter()
+            .take(if top == 0 { usize::MAX } else { top })
+        {
+            writeln!(o, "  {f}")?;
+        }
+    }
+    Ok(())
+}

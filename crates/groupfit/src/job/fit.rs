@@ -1,0 +1,44 @@
+//! Fitting: the family fits every (group, config) unit of a prepared job —
+//! the groups with their own models and the global model — in one run.
+
+use super::event::{trace_stamp, Event};
+use super::prepare::Prepared;
+use crate::error::Result;
+use crate::exec::RunReport;
+use crate::family::{FamilyFit, UnitFit};
+use crate::store::FittedModel;
+
+/// Every fitted unit and how the fitting went.
+pub(super) struct Fitted {
+    /// Per group (`n_groups + 1`, the global model last): empty when the group
+    /// is not fitted, otherwise one unit per config in grid order.
+    pub units: Vec<Vec<UnitFit<FittedModel>>>,
+    /// Per-feature values replacing NaN before prediction (empty: none).
+    pub impute: Vec<f64>,
+    /// What the pass driver did.
+    pub report: RunReport,
+    /// Units that stopped at their iteration limit.
+    pub not_converged: usize,
+}
+
+/// Fits every unit of `prepared` with its family, reporting passes to `on`.
+pub(super) fn fit(prepared: &Prepared, on: &mut dyn FnMut(Event)) -> Result<Fitted> {
+    on(Event::Stage("training"));
+    let FamilyFit {
+        units,
+        impute,
+        report,
+    } = prepared
+        .family
+        .fit(&prepared.train_data(), &prepared.grid, &mut |pass| {
+            on(Event::Pass(pass))
+        })?;
+    trace_stamp(prepared.started, "fit");
+    let not_converged = units.iter().flatten().filter(|u| !u.converged).count();
+    Ok(Fitted {
+        units,
+        impute,
+        report,
+        not_converged,
+    })
+}

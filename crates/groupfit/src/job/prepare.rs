@@ -1,0 +1,149 @@
+//! The data a job hands its family: [`Prepared`] gathers what the input,
+//! split, fallback and validation stages produced, and lends it out as the
+//! family's [`TrainData`].
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use super::arguments::TrainSpec;
+use super::event::trace_stamp;
+use super::input::{load, Tables};
+use super::split::{choose_owners, split, Owners, Split, SplitInput};
+use super::validation::{validation, ValidSource, Validation, ValidationInput};
+use crate::data::Column;
+use crate::error::Result;
+use crate::family::{FeatureSource, TrainData, ValidData};
+use crate::registry::AnyFamily;
+use crate::tune::ConfigEntry;
+use crate::util::par::resolve_threads;
+
+/// A checked, read, split job, ready to fit or to plan.
+pub(super) struct Prepared<'a> {
+    pub spec: &'a TrainSpec,
+    pub family: &'a dyn AnyFamily,
+    /// The grid.
+    pub grid: Vec<ConfigEntry>,
+    /// Feature columns' names.
+    pub features: Vec<String>,
+    /// The training table's path (the family may read its features from it).
+    pub train_path: PathBuf,
+    /// Whether `columns` holds the training features.
+    pub features_read: bool,
+    /// Feature columns over every row of the training table (see `features_read`).
+    pub columns: Vec<Column>,
+    /// Target over every row of the training table.
+    pub target: Vec<f64>,
+    pub split: Split,
+    pub owners: Owners,
+    pub validation: Validation,
+    /// Worker threads (resolved, at least 1).
+    pub threads: usize,
+    /// When the job started.
+    pub started: Instant,
+    /// Seconds from the start to the end of preparation.
+    pub load_s: f64,
+    /// When preparation ended (and training starts).
+    pub prepared_at: Instant,
+}
+
+/// What a job is: the spec, the family that fits it, and when it started.
+#[derive(Clone, Copy)]
+pub(super) struct Job<'a> {
+    pub spec: &'a TrainSpec,
+    pub family: &'a dyn AnyFamily,
+    /// When the job started.
+    pub started: Instant,
+}
+
+/// Runs the stages from the tables to the validation rows.
+pub(super) fn prepare<'a>(
+    job: Job<'a>,
+    grid: Vec<ConfigEntry>,
+    tables: Tables,
+) -> Result<Prepared<'a>> {
+    let Job {
+        spec,
+        family,
+        started,
+    } = job;
+    let loaded = load(spec, &tables, started)?;
+    let split_input = SplitInput {
+        target: &loaded.target,
+        path: &tables.train.path,
+        valid_table: tables.valid.is_some(),
+    };
+    let (split, held_out) = split(spec, split_input, loaded.groups, started)?;
+    let owners = choose_owners(spec, &split, split_input)?;
+    let validation_input = ValidationInput {
+        tables: &tables,
+        training_target: &loaded.target,
+        task: split.task,
+        keys: &split.keys,
+    };
+    let validation = validation(spec, validation_input, held_out)?;
+    trace_stamp(started, "validation data");
+    let load_s = started.elapsed().as_secs_f64();
+    let prepared_at = Instant::now();
+    Ok(Prepared {
+        spec,
+        family,
+        grid,
+        features: tables.features,
+        train_path: tables.train.path,
+        features_read: tables.features_read,
+        columns: loaded.columns,
+        target: loaded.target,
+        split,
+        owners,
+        validation,
+        threads: resolve_threads(spec.threads),
+        started,
+        load_s,
+        prepared_at,
+    })
+}
+
+impl Prepared<'_> {
+    /// Groups (dense ids `0..n_groups`; the global model is unit row `n_groups`).
+    pub fn n_groups(&self) -> usize {
+        self.split.n_groups()
+    }
+
+    /// The data the family fits (or plans).
+    pub fn train_data(&self) -> TrainData<'_> {
+        TrainData {
+            task: self.split.task,
+            columns: &self.columns,
+            source: (!self.features_read).then_some(FeatureSource {
+                path: &self.train_path,
+                target: &self.spec.target,
+                features: &self.features,
+            }),
+            impute: None,
+            target: &self.target,
+            rows: &self.split.train_rows,
+            group_of: &self.split.train_groups,
+            n_groups: self.n_groups(),
+            keys: &self.split.keys,
+            fit: &self.owners.fit,
+            valid: self.valid_data(),
+            strategy: self.spec.strategy,
+            threads: self.threads,
+            seed: self.spec.seed,
+        }
+    }
+
+    /// The validation rows, their features and target.
+    pub fn valid_data(&self) -> ValidData<'_> {
+        let (columns, target) = match &self.validation.source {
+            ValidSource::Training => (&self.columns[..], &self.target[..]),
+            ValidSource::Own { columns, target } => (&columns[..], &target[..]),
+        };
+        ValidData {
+            columns,
+            target,
+            idx: &self.validation.rows,
+            gid: &self.validation.groups,
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! The validation rows: every row of the `--valid` table with a target, or
+//! the rows held out of the training table (whose features are read here
+//! when the family reads the training features itself).
+
+use super::arguments::TrainSpec;
+use super::input::{check_binary, feature_columns, Tables};
+use super::split::HeldOut;
+use crate::data::keys::{GroupEncoder, GroupKey};
+use crate::data::{numeric_column, read_parquet_rows, Column, Task};
+use crate::error::{GroupfitError, Result};
+use crate::util::par::resolve_threads;
+
+/// The validation rows and where their features and target are.
+pub(super) struct Validation {
+    pub source: ValidSource,
+    /// Validation rows (indices into the source's columns and target).
+    pub rows: Vec<u32>,
+    /// Dense group of each validation row (`None`: a group not in training).
+    pub groups: Vec<Option<u32>>,
+    /// Rows of the validation table without a target.
+    pub dropped: usize,
+}
+
+/// Where the validation rows' features and target are.
+pub(super) enum ValidSource {
+    /// In the training table's columns and target (held-out rows).
+    Training,
+    /// In columns of their own.
+    Own {
+        columns: Vec<Column>,
+        target: Vec<f64>,
+    },
+}
+
+/// What the validation rows are looked up in.
+#[derive(Clone, Copy)]
+pub(super) struct ValidationInput<'a> {
+    pub tables: &'a Tables,
+    /// Target over every row of the training table.
+    pub training_target: &'a [f64],
+    pub task: Task,
+    /// The key of each (dense) group.
+    pub keys: &'a [GroupKey],
+}
+
+/// The validation rows: the `--valid` table's, or `held_out`.
+pub(super) fn validation(
+    spec: &TrainSpec,
+    input: ValidationInput<'_>,
+    held_out: HeldOut,
+) -> Result<Validation> {
+    if input.tables.valid.is_some() {
+        return from_valid_table(spec, input);
+    }
+    if input.tables.features_read {
+        return Ok(Validation {
+            source: ValidSource::Training,
+            rows: held_out.rows,
+            groups: held_out.groups,
+            dropped: 0,
+        });
+    }
+    // Only the held-out rows' features are read, in their order.
+    let tables = input.tables;
+    let path = tables.train.path.as_path();
+    let threads = resolve_threads(spec.threads);
+    let held = read_parquet_rows(path, &tables.features, &held_out.rows, threads)?;
+    let columns = feature_columns(&held, 0, &tables.features, path)
+        .map_err(|e| at_file_rows(e, &held_out.rows))?;
+    let target = held_out
+        .rows
+        .iter()
+        .map(|&row| input.training_target[row as usize])
+        .collect();
+    Ok(Validation {
+        source: ValidSource::Own { columns, target },
+        rows: (0..held_out.rows.len() as u32).collect(),
+        groups: held_out.groups,
+        dropped: 0,
+    })
+}
+
+/// Every row of the `--valid` table with a target.
+fn from_valid_table(spec: &TrainSpec, input: ValidationInput<'_>) -> Result<Validation> {
+    let table = input.tables.valid.as_ref().expect("a validation table");
+    let path = table.path.as_path();
+    let key_count = spec.by.len();
+    let target = numeric_column(table.batch.column(key_count), &spec.target, path, true)?;
+    if input.task == Task::Binary {
+        check_binary(&target, &spec.target, path)?;
+    }
+    let columns = feature_columns(&table.batch, key_count + 1, &input.tables.features, path)?;
+    let lookup = GroupEncoder::from_keys(input.keys).lookup(&table.batch.columns()[..key_count])?;
+    let mut rows = Vec::new();
+    let mut groups = Vec::new();
+    let mut dropped = 0;
+    for (row, group) in lookup.into_iter().enumerate() {
+        if target[row].is_nan() {
+            dropped += 1;
+        } else {
+            rows.push(row as u32);
+            groups.push(group);
+        }
+    }
+    Ok(Validation {
+        source: ValidSource::Own { columns, target },
+        rows,
+        groups,
+        dropped,
+    })
+}
+
+/// `error` with its row (a row of the batch of `file_rows`) as the file's row.
+fn at_file_rows(error: GroupfitError, file_rows: &[u32]) -> GroupfitError {
+    match error {
+        GroupfitError::InfiniteValue { column, path, row } => GroupfitError::InfiniteValue {
+            column,
+            path,
+            row: file_rows[row] as usize,
+        },
+        error => error,
+    }
+}
