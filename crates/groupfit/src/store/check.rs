@@ -59,3 +59,82 @@ impl ModelBundle {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::data::Task;
+    use crate::linear::LinearModel;
+    use crate::store::{
+        FittedModel, GlobalEntry, GroupEntry, ModelBundle, Route, Scores, FORMAT_VERSION,
+    };
+
+    /// A bundle of one feature, one config and one group with its own model.
+    fn bundle() -> ModelBundle {
+        let model = FittedModel::Linear(LinearModel {
+            coef: vec![1.0],
+            intercept: 0.0,
+        });
+        ModelBundle {
+            format_version: FORMAT_VERSION,
+            groupfit_version: "test".into(),
+            family: "linear".into(),
+            task: Task::Regression,
+            key_columns: vec!["g".into()],
+            features: vec!["x".into()],
+            target: "y".into(),
+            impute: vec![0.0],
+            configs: vec![crate::tune::ConfigEntry {
+                name: "default".into(),
+                params: Default::default(),
+            }],
+            global: Some(GlobalEntry {
+                config: 0,
+                model: model.clone(),
+                valid: Scores::default(),
+            }),
+            groups: vec![GroupEntry {
+                key: vec![Some("a".into())],
+                n_train: 10,
+                n_valid: 2,
+                route: Route::Own,
+                fallback: None,
+                config: Some(0),
+                model: Some(model),
+                valid: Scores::default(),
+                valid_by_config: vec![0.5],
+                iterations: 1,
+            }],
+            summary: serde_json::json!({}),
+        }
+    }
+
+    #[test]
+    fn indices_and_lengths_out_of_range_name_the_group() {
+        assert_eq!(bundle().check(), Ok(()));
+        let broken: [(&dyn Fn(&mut ModelBundle), &str); 6] = [
+            (&|b| b.key_columns.clear(), "no key columns"),
+            (&|b| b.impute.push(1.0), "2 impute values for 1 features"),
+            (
+                &|b| b.global.as_mut().unwrap().config = 3,
+                "global model: config 3 of 1 configs",
+            ),
+            (
+                &|b| b.groups[0].config = Some(1),
+                "group a: config 1 of 1 configs",
+            ),
+            (
+                &|b| b.groups[0].valid_by_config.push(0.1),
+                "group a: 2 validation scores for 1 configs",
+            ),
+            (
+                &|b| b.groups[0].model = None,
+                "group a: route own without a model",
+            ),
+        ];
+        for (f, want) in broken {
+            let mut b = bundle();
+            f(&mut b);
+            assert_eq!(b.check(), Err(want.to_string()));
+        }
+    }
+}

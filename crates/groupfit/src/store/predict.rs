@@ -122,3 +122,111 @@ impl ModelBundle {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Float64Array, StringArray};
+
+    use super::*;
+    use crate::data::Task;
+    use crate::linear::LinearModel;
+    use crate::store::{FittedModel, GlobalEntry, Scores, FORMAT_VERSION};
+
+    fn linear(coef: f64, intercept: f64) -> FittedModel {
+        FittedModel::Linear(LinearModel {
+            coef: vec![coef],
+            intercept,
+        })
+    }
+
+    fn group(key: &str, route: Route, model: Option<FittedModel>) -> GroupEntry {
+        GroupEntry {
+            key: vec![Some(key.into())],
+            n_train: 10,
+            n_valid: 0,
+            route,
+            fallback: (route != Route::Own).then(|| "too few rows".into()),
+            config: model.as_ref().map(|_| 0),
+            model,
+            valid: Scores::default(),
+            valid_by_config: Vec::new(),
+            iterations: 0,
+        }
+    }
+
+    /// Group `a` has its own model (`2 x + 1`), group `b` falls back to the
+    /// global model (`-x`); missing features are imputed with 10.
+    fn bundle() -> ModelBundle {
+        ModelBundle {
+            format_version: FORMAT_VERSION,
+            groupfit_version: "test".into(),
+            family: "linear".into(),
+            task: Task::Regression,
+            key_columns: vec!["g".into()],
+            features: vec!["x".into()],
+            target: "y".into(),
+            impute: vec![10.0],
+            configs: vec![crate::tune::ConfigEntry {
+                name: "default".into(),
+                params: Default::default(),
+            }],
+            global: Some(GlobalEntry {
+                config: 0,
+                model: linear(-1.0, 0.0),
+                valid: Scores::default(),
+            }),
+            groups: vec![
+                group("a", Route::Own, Some(linear(2.0, 1.0))),
+                group("b", Route::Global, None),
+            ],
+            summary: serde_json::json!({}),
+        }
+    }
+
+    fn table(keys: &[&str], x: &[Option<f64>]) -> (Vec<ArrayRef>, Vec<ArrayRef>) {
+        (
+            vec![Arc::new(StringArray::from(keys.to_vec())) as ArrayRef],
+            vec![Arc::new(Float64Array::from(x.to_vec())) as ArrayRef],
+        )
+    }
+
+    #[test]
+    fn rows_go_to_their_groups_model_or_the_global_model() {
+        let (k, f) = table(
+            &["a", "b", "c", "a"],
+            &[Some(1.0), Some(2.0), Some(3.0), None],
+        );
+        let p = bundle().predict(&k, &f, Path::new("t"), 2).unwrap();
+        assert_eq!(p.values, vec![3.0, -2.0, -3.0, 21.0]);
+        assert_eq!((p.own, p.global, p.unseen), (2, 2, 1));
+        assert_eq!(
+            p.routes,
+            vec![
+                RowRoute::Own,
+                RowRoute::Fallback,
+                RowRoute::Unseen,
+                RowRoute::Own
+            ]
+        );
+    }
+
+    #[test]
+    fn rows_without_a_model_are_an_error_naming_their_group() {
+        let mut b = bundle();
+        b.global = None;
+        let (k, f) = table(&["a", "c"], &[Some(1.0), Some(2.0)]);
+        match b.predict(&k, &f, Path::new("t"), 1) {
+            Err(GroupfitError::NoModel { group, rows, .. }) => {
+                assert_eq!((group.as_str(), rows), ("c", 1));
+            }
+            other => panic!("{other:?}"),
+        }
+        let (k, f) = table(&["a"], &[Some(1.0)]);
+        assert_eq!(
+            b.predict(&k, &f, Path::new("t"), 1).unwrap().values,
+            vec![3.0]
+        );
+    }
+}
