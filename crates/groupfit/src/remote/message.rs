@@ -62,3 +62,41 @@ pub(super) fn parse_partials(m: &[f64], len: usize) -> Result<Vec<(usize, Vec<us
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partials_parse_into_groups_units_and_statistics() {
+        // group 2, units 0 and 3, stats of length 2 each; then group 5, unit 1.
+        let m = [2.0, 2.0, 0.0, 3.0, 1.0, 2.0, 3.0, 4.0, 5.0, 1.0, 1.0, 6.0, 7.0];
+        let parts = parse_partials(&m, 2).unwrap();
+        assert_eq!(parts.len(), 2);
+        assert_eq!(
+            (parts[0].0, &parts[0].1[..], parts[0].2),
+            (2, &[0, 3][..], &[1.0, 2.0, 3.0, 4.0][..])
+        );
+        assert_eq!(
+            (parts[1].0, &parts[1].1[..], parts[1].2),
+            (5, &[1][..], &[6.0, 7.0][..])
+        );
+        assert!(parse_partials(&m[..12], 2).is_err());
+        assert!(parse_partials(&m[..1], 2).is_err());
+        assert!(parse_partials(&[], 2).unwrap().is_empty());
+    }
+
+    #[test]
+    fn standardisation_round_trips_through_its_message() {
+        // d = 1, two groups: `[y_mean, mean, scale]` each.
+        let st = Standardisation {
+            impute: vec![0.5],
+            per_group: vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        };
+        let m = st.to_message();
+        let back = Standardisation::from_message(&m, 1, 2).unwrap();
+        assert_eq!(back.group(1, 1), &[4.0, 5.0, 6.0]);
+        assert_eq!(back.impute, vec![0.5]);
+        assert!(Standardisation::from_message(&m, 1, 3).is_err());
+    }
+}
