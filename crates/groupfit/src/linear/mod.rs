@@ -17,6 +17,7 @@ pub mod family;
 pub mod grouped;
 pub mod kernel;
 pub mod model;
+pub mod newton;
 pub mod params;
 pub mod solver;
 

@@ -3,7 +3,7 @@
 //!
 //! The driver places every fitted group, and the global model, whole on one
 //! worker ([`place_whole`]: largest first to the least-loaded worker, the
-//! placement [`super::place`] makes when no group is cut). A worker
+//! placement [`super::place::place`] makes when no group is cut). A worker
 //! gets a [`WholeSpec`] and its rows in table order: the training and
 //! validation rows of its groups, or every row when it fits the global model.
 //! [`fit_whole`] runs the registered family on them with the engine's own
@@ -85,7 +85,7 @@ pub struct WholeFit {
 /// nothing to do are left out.
 pub fn place_whole(weights: &[usize], fit: &[bool], workers: usize) -> Vec<(Vec<usize>, bool)> {
     let global = weights.len().saturating_sub(1);
-    super::place(weights, fit, workers, usize::MAX)
+    super::place::place(weights, fit, workers, usize::MAX)
         .into_iter()
         .filter(|pieces| !pieces.is_empty())
         .map(|pieces| {

@@ -1,0 +1,140 @@
+//! Validity checks of a bundle read from a file: what its JSON types cannot
+//! express.
+
+use crate::data::keys::display_key;
+
+use super::{ModelBundle, Route};
+
+impl ModelBundle {
+    /// Checks what the JSON types cannot: indices in range and lengths that
+    /// agree (a crafted file with a valid checksum must give an error, not
+    /// a panic or an endless tree walk at predict time). The reason names
+    /// the group when one is at fault.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        let d = self.features.len();
+        let nc = self.configs.len();
+        if self.key_columns.is_empty() {
+            return Err("no key columns".into());
+        }
+        if !self.impute.is_empty() && self.impute.len() != d {
+            return Err(format!(
+                "{} impute values for {d} features",
+                self.impute.len()
+            ));
+        }
+        if let Some(g) = &self.global {
+            if g.config >= nc {
+                return Err(format!("global model: config {} of {nc} configs", g.config));
+            }
+            g.model.check(d).map_err(|e| format!("global model: {e}"))?;
+        }
+        for g in &self.groups {
+            let at = || display_key(&g.key);
+            if g.key.len() != self.key_columns.len() {
+                return Err(format!(
+                    "group {}: {} key parts for {} key columns",
+                    at(),
+                    g.key.len(),
+                    self.key_columns.len()
+                ));
+            }
+            if let Some(k) = g.config.filter(|&k| k >= nc) {
+                return Err(format!("group {}: config {k} of {nc} configs", at()));
+            }
+            if !g.valid_by_config.is_empty() && g.valid_by_config.len() != nc {
+                return Err(format!(
+                    "group {}: {} validation scores for {nc} configs",
+                    at(),
+                    g.valid_by_config.len()
+                ));
+            }
+            match (&g.model, g.route) {
+                (Some(m), _) => m.check(d).map_err(|e| format!("group {}: {e}", at()))?,
+                (None, Route::Own) => {
+                    return Err(format!("group {}: route own without a model", at()))
+                }
+                (None, _) => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::data::Task;
+    use crate::linear::LinearModel;
+    use crate::store::{
+        FittedModel, GlobalEntry, GroupEntry, ModelBundle, Route, Scores, FORMAT_VERSION,
+    };
+
+    /// A bundle of one feature, one config and one group with its own model.
+    fn bundle() -> ModelBundle {
+        let model = FittedModel::Linear(LinearModel {
+            coef: vec![1.0],
+            intercept: 0.0,
+        });
+        ModelBundle {
+            format_version: FORMAT_VERSION,
+            groupfit_version: "test".into(),
+            family: "linear".into(),
+            task: Task::Regression,
+            key_columns: vec!["g".into()],
+            features: vec!["x".into()],
+            target: "y".into(),
+            impute: vec![0.0],
+            configs: vec![crate::tune::ConfigEntry {
+                name: "default".into(),
+                params: Default::default(),
+            }],
+            global: Some(GlobalEntry {
+                config: 0,
+                model: model.clone(),
+                valid: Scores::default(),
+            }),
+            groups: vec![GroupEntry {
+                key: vec![Some("a".into())],
+                n_train: 10,
+                n_valid: 2,
+                route: Route::Own,
+                fallback: None,
+                config: Some(0),
+                model: Some(model),
+                valid: Scores::default(),
+                valid_by_config: vec![0.5],
+                iterations: 1,
+            }],
+            summary: serde_json::json!({}),
+        }
+    }
+
+    #[test]
+    fn indices_and_lengths_out_of_range_name_the_group() {
+        assert_eq!(bundle().check(), Ok(()));
+        let broken: [(&dyn Fn(&mut ModelBundle), &str); 6] = [
+            (&|b| b.key_columns.clear(), "no key columns"),
+            (&|b| b.impute.push(1.0), "2 impute values for 1 features"),
+            (
+                &|b| b.global.as_mut().unwrap().config = 3,
+                "global model: config 3 of 1 configs",
+            ),
+            (
+                &|b| b.groups[0].config = Some(1),
+                "group a: config 1 of 1 configs",
+            ),
+            (
+                &|b| b.groups[0].valid_by_config.push(0.1),
+                "group a: 2 validation scores for 1 configs",
+            ),
+            (
+                &|b| b.groups[0].model = None,
+                "group a: route own without a model",
+            ),
+        ];
+        for (f, want) in broken {
+            let mut b = bundle();
+            f(&mut b);
+            assert_eq!(b.check(), Err(want.to_string()));
+        }
+    }
+}
