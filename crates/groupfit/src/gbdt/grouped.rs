@@ -94,22 +94,29 @@ struct FeatureBins {
     valid_bins: Vec<u8>,
 }
 
-impl GbdtLayout {
-    /// Bins the training and validation rows of every group with `fit` set
-    /// (groups not fitted get no rows), as `binning` says.
-    ///
-    /// Feature by feature (features spread over the threads): the feature's
-    /// values are gathered in layout order once (a group's rows are scattered
-    /// over the table; gathering a column at a time keeps the reads within
-    /// one column), then each group's mapper is fitted on its slice and bins
-    /// it. The layout's three byte matrices are then assembled from the
-    /// per-feature bins.
-    pub fn build(input: &TrainData<'_>, binning: Binning) -> GbdtLayout {
-        let d = input.columns.len();
+/// The table rows of every fitted group in layout order, group after group
+/// (groups not fitted get none); the global group (last) holds every
+/// training row in table order. The same for the validation rows.
+struct LayoutRows {
+    rows: Vec<u32>,
+    /// Row boundaries, `n_groups + 2` entries.
+    starts: Vec<usize>,
+    valid_rows: Vec<u32>,
+    /// Validation row boundaries, `n_groups + 2` entries.
+    valid_starts: Vec<usize>,
+}
+
+/// A binning thread's buffers: a feature's values in layout order, and the
+/// mapper's sort keys.
+#[derive(Default)]
+struct BinScratch {
+    values: Vec<f64>,
+    keys: Vec<u64>,
+}
+
+impl LayoutRows {
+    fn new(input: &TrainData<'_>) -> LayoutRows {
         let ng = input.n_groups;
-        let n_all = ng + 1;
-        // Table rows of every fitted group, group after group; the global
-        // group (last) holds every training row in table order.
         let (pos, tstarts) = bucket(input.group_of.iter().map(|&g| g as usize), ng);
         let (vpos, vstarts) = bucket(
             input.valid.gid.iter().map(|g| g.map_or(ng, |g| g as usize)),
@@ -119,7 +126,7 @@ impl GbdtLayout {
         let mut valid_rows: Vec<u32> = Vec::new();
         let mut starts = vec![0usize];
         let mut valid_starts = vec![0usize];
-        for g in 0..n_all {
+        for g in 0..=ng {
             if input.fit[g] {
                 if g == ng {
                     rows.extend_from_slice(input.rows);
@@ -140,52 +147,80 @@ impl GbdtLayout {
             starts.push(rows.len());
             valid_starts.push(valid_rows.len());
         }
-        let (n, nv) = (rows.len(), valid_rows.len());
-        let feature = |j: usize, vals: &mut Vec<f64>, keys: &mut Vec<u64>| -> FeatureBins {
-            vals.clear();
-            crate::with_values!(input.columns[j], |v| vals
-                .extend(rows.iter().map(|&r| v[r as usize] as f64)));
-            let mut bins = vec![0u8; n];
-            let mut mappers = Vec::with_capacity(n_all);
-            for g in 0..n_all {
-                let (lo, hi) = (starts[g], starts[g + 1]);
-                let m = BinMapper::fit(
-                    vals[lo..hi].iter().copied(),
-                    binning.max_bin,
-                    binning.min_data_in_bin,
-                    keys,
-                );
-                bin_into(&m, &vals[lo..hi], &mut bins[lo..hi]);
-                mappers.push(m);
-            }
-            vals.clear();
-            crate::with_values!(input.valid.columns[j], |v| vals
-                .extend(valid_rows.iter().map(|&r| v[r as usize] as f64)));
-            let mut valid_bins = vec![0u8; nv];
-            for (g, m) in mappers.iter().enumerate() {
-                let (lo, hi) = (valid_starts[g], valid_starts[g + 1]);
-                bin_into(m, &vals[lo..hi], &mut valid_bins[lo..hi]);
-            }
-            FeatureBins {
-                mappers,
-                bins,
-                valid_bins,
-            }
-        };
-        let threads = input.threads.clamp(1, d.max(1));
-        let per_feature: Vec<FeatureBins> = crate::util::par::par_map_with(
-            d,
-            threads,
-            &|_| 1,
-            &|| (Vec::new(), Vec::new()),
-            &|(vals, keys), j| feature(j, vals, keys),
-        );
-        // Column-major per group; row-major (a transpose over every row);
-        // validation row-major. Two threads: the first matrix, the others.
+        LayoutRows {
+            rows,
+            starts,
+            valid_rows,
+            valid_starts,
+        }
+    }
+
+    /// Feature `j`'s bins: its values gathered in layout order, each group's
+    /// mapper fitted on its slice and binning it, then the validation values
+    /// binned by their group's mapper.
+    fn bin_feature(
+        &self,
+        input: &TrainData<'_>,
+        binning: Binning,
+        j: usize,
+        scratch: &mut BinScratch,
+    ) -> FeatureBins {
+        let n_all = self.starts.len() - 1;
+        let (starts, valid_starts) = (&self.starts, &self.valid_starts);
+        let BinScratch { values, keys } = scratch;
+        values.clear();
+        crate::with_values!(input.columns[j], |v| values
+            .extend(self.rows.iter().map(|&r| v[r as usize] as f64)));
+        let mut bins = vec![0u8; self.rows.len()];
+        let mut mappers = Vec::with_capacity(n_all);
+        for g in 0..n_all {
+            let (lo, hi) = (starts[g], starts[g + 1]);
+            let m = BinMapper::fit(
+                values[lo..hi].iter().copied(),
+                binning.max_bin,
+                binning.min_data_in_bin,
+                keys,
+            );
+            bin_into(&m, &values[lo..hi], &mut bins[lo..hi]);
+            mappers.push(m);
+        }
+        values.clear();
+        crate::with_values!(input.valid.columns[j], |v| values
+            .extend(self.valid_rows.iter().map(|&r| v[r as usize] as f64)));
+        let mut valid_bins = vec![0u8; self.valid_rows.len()];
+        for (g, m) in mappers.iter().enumerate() {
+            let (lo, hi) = (valid_starts[g], valid_starts[g + 1]);
+            bin_into(m, &values[lo..hi], &mut valid_bins[lo..hi]);
+        }
+        FeatureBins {
+            mappers,
+            bins,
+            valid_bins,
+        }
+    }
+}
+
+/// The layout's three byte matrices, assembled from the per-feature bins.
+struct ByteMatrices {
+    /// Column-major per group.
+    bins: Vec<u8>,
+    /// Row-major (a transpose over every row).
+    rbins: Vec<u8>,
+    /// Validation, row-major.
+    valid_bins: Vec<u8>,
+}
+
+impl ByteMatrices {
+    /// Two threads (when `threads > 1`): the first matrix, the others.
+    fn new(per_feature: &[FeatureBins], order: &LayoutRows, threads: usize) -> ByteMatrices {
+        let d = per_feature.len();
+        let (n, nv) = (order.rows.len(), order.valid_rows.len());
+        let starts = &order.starts;
+        let n_all = starts.len() - 1;
         let mut bins = vec![0u8; n * d];
         let mut rbins = vec![0u8; n * d];
         let mut valid_bins = vec![0u8; nv * d];
-        let pf = &per_feature;
+        let pf = per_feature;
         let first = |bins: &mut [u8]| {
             for g in 0..n_all {
                 let (lo, hi) = (starts[g], starts[g + 1]);
@@ -214,35 +249,81 @@ impl GbdtLayout {
             }
             rest(&mut rbins, &mut valid_bins);
         });
-        let mut offsets = Vec::with_capacity(n_all * (d + 1));
-        let mut mappers: Vec<Vec<BinMapper>> = (0..n_all).map(|_| Vec::with_capacity(d)).collect();
-        for f in per_feature {
-            for (g, m) in f.mappers.into_iter().enumerate() {
-                mappers[g].push(m);
-            }
-        }
-        for ms in &mappers {
-            let mut o = 0u32;
-            offsets.push(0);
-            for m in ms {
-                o += m.n_bins() as u32;
-                offsets.push(o);
-            }
-        }
-        GbdtLayout {
-            d,
+        ByteMatrices {
             bins,
             rbins,
-            y: rows.iter().map(|&i| input.target[i as usize]).collect(),
-            starts,
+            valid_bins,
+        }
+    }
+}
+
+/// The mappers of each of the `n_all` groups (feature after feature) and
+/// their histogram offsets (`d + 1` per group).
+fn mappers_by_group(
+    per_feature: Vec<FeatureBins>,
+    n_all: usize,
+) -> (Vec<Vec<BinMapper>>, Vec<u32>) {
+    let d = per_feature.len();
+    let mut offsets = Vec::with_capacity(n_all * (d + 1));
+    let mut mappers: Vec<Vec<BinMapper>> = (0..n_all).map(|_| Vec::with_capacity(d)).collect();
+    for f in per_feature {
+        for (g, m) in f.mappers.into_iter().enumerate() {
+            mappers[g].push(m);
+        }
+    }
+    for ms in &mappers {
+        let mut o = 0u32;
+        offsets.push(0);
+        for m in ms {
+            o += m.n_bins() as u32;
+            offsets.push(o);
+        }
+    }
+    (mappers, offsets)
+}
+
+impl GbdtLayout {
+    /// Bins the training and validation rows of every group with `fit` set
+    /// (groups not fitted get no rows), as `binning` says.
+    ///
+    /// Feature by feature (features spread over the threads): the feature's
+    /// values are gathered in layout order once (a group's rows are scattered
+    /// over the table; gathering a column at a time keeps the reads within
+    /// one column), then each group's mapper is fitted on its slice and bins
+    /// it. The layout's three byte matrices are then assembled from the
+    /// per-feature bins.
+    pub fn build(input: &TrainData<'_>, binning: Binning) -> GbdtLayout {
+        let d = input.columns.len();
+        let order = LayoutRows::new(input);
+        let threads = input.threads.clamp(1, d.max(1));
+        let per_feature: Vec<FeatureBins> = crate::util::par::par_map_with(
+            d,
+            threads,
+            &|_| 1,
+            &BinScratch::default,
+            &|scratch, j| order.bin_feature(input, binning, j, scratch),
+        );
+        let matrices = ByteMatrices::new(&per_feature, &order, threads);
+        let (mappers, offsets) = mappers_by_group(per_feature, input.n_groups + 1);
+        GbdtLayout {
+            d,
+            bins: matrices.bins,
+            rbins: matrices.rbins,
+            y: order
+                .rows
+                .iter()
+                .map(|&i| input.target[i as usize])
+                .collect(),
+            starts: order.starts,
             offsets,
             mappers,
-            valid_bins,
-            valid_y: valid_rows
+            valid_bins: matrices.valid_bins,
+            valid_y: order
+                .valid_rows
                 .iter()
                 .map(|&i| input.valid.target[i as usize])
                 .collect(),
-            valid_starts,
+            valid_starts: order.valid_starts,
         }
     }
 
