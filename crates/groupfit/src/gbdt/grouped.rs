@@ -117,8 +117,9 @@ struct BinScratch {
 impl LayoutRows {
     fn new(input: &TrainData<'_>) -> LayoutRows {
         let ng = input.n_groups;
-        let (pos, tstarts) = bucket(input.group_of.iter().map(|&g| g as usize), ng);
-        let (vpos, vstarts) = bucket(
+        // Positions in `input.rows` (`input.valid.idx`) sorted by group.
+        let (train_order, train_starts) = bucket(input.group_of.iter().map(|&g| g as usize), ng);
+        let (valid_order, valid_group_starts) = bucket(
             input.valid.gid.iter().map(|g| g.map_or(ng, |g| g as usize)),
             ng + 1,
         );
@@ -133,12 +134,12 @@ impl LayoutRows {
                     valid_rows.extend_from_slice(input.valid.idx);
                 } else {
                     rows.extend(
-                        pos[tstarts[g]..tstarts[g + 1]]
+                        train_order[train_starts[g]..train_starts[g + 1]]
                             .iter()
                             .map(|&p| input.rows[p as usize]),
                     );
                     valid_rows.extend(
-                        vpos[vstarts[g]..vstarts[g + 1]]
+                        valid_order[valid_group_starts[g]..valid_group_starts[g + 1]]
                             .iter()
                             .map(|&p| input.valid.idx[p as usize]),
                     );
@@ -610,36 +611,78 @@ pub fn fit_grouped(
     configs: &[GbdtConfig],
     progress: &mut dyn FnMut(PassProgress),
 ) -> (Vec<Vec<FittedBooster>>, RunReport) {
-    let n_all = input.n_groups + 1;
-    let mut out: Vec<Vec<Option<FittedBooster>>> = (0..n_all)
-        .map(|g| {
-            if input.fit[g] {
-                vec![None; configs.len()]
-            } else {
-                Vec::new()
-            }
-        })
-        .collect();
-    let total_units = input.fit.iter().filter(|&&f| f).count() * configs.len();
-    let mut done_units = 0;
-    let mut report = RunReport {
-        strategy: input.strategy,
-        passes: 0,
-        passes_s: 0.0,
-    };
-    let mut strategy_rows = 0usize;
+    let mut fit = GroupedFit::new(input, configs);
     let mut binnings: Vec<Binning> = configs.iter().map(Binning::of).collect();
     binnings.sort_unstable();
     binnings.dedup();
-    let (mut hist_s, mut round_s, mut bin_s) = (0.0, 0.0, 0.0);
-    for bn in binnings {
+    for binning in binnings {
+        fit.run_binning(binning, progress);
+    }
+    if trace() {
+        fit.trace_times();
+    }
+    fit.finish()
+}
+
+/// A [`fit_grouped`] under way: the boosters fitted so far, the progress
+/// over every binning and class, and the report.
+struct GroupedFit<'a> {
+    input: &'a TrainData<'a>,
+    configs: &'a [GbdtConfig],
+    /// Per group, per config, its fitted booster.
+    out: Vec<Vec<Option<FittedBooster>>>,
+    total_units: usize,
+    done_units: usize,
+    report: RunReport,
+    /// Rows of the largest class run so far, whose strategy the report names.
+    strategy_rows: usize,
+    /// Seconds binning; thread-seconds building histograms and in rounds.
+    bin_s: f64,
+    hist_s: f64,
+    round_s: f64,
+}
+
+impl<'a> GroupedFit<'a> {
+    fn new(input: &'a TrainData<'a>, configs: &'a [GbdtConfig]) -> Self {
+        let n_all = input.n_groups + 1;
+        let out: Vec<Vec<Option<FittedBooster>>> = (0..n_all)
+            .map(|g| {
+                if input.fit[g] {
+                    vec![None; configs.len()]
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        GroupedFit {
+            input,
+            configs,
+            out,
+            total_units: input.fit.iter().filter(|&&f| f).count() * configs.len(),
+            done_units: 0,
+            report: RunReport {
+                strategy: input.strategy,
+                passes: 0,
+                passes_s: 0.0,
+            },
+            strategy_rows: 0,
+            bin_s: 0.0,
+            hist_s: 0.0,
+            round_s: 0.0,
+        }
+    }
+
+    /// Bins the rows for the configs of `binning`, then runs their boosters
+    /// class by class (histogram sizes, powers of two), largest first.
+    fn run_binning(&mut self, binning: Binning, progress: &mut dyn FnMut(PassProgress)) {
+        let (input, configs) = (self.input, self.configs);
+        let n_all = input.n_groups + 1;
         let ks: Vec<usize> = (0..configs.len())
-            .filter(|&k| Binning::of(&configs[k]) == bn)
+            .filter(|&k| Binning::of(&configs[k]) == binning)
             .collect();
         let t = Instant::now();
-        let layout = GbdtLayout::build(input, bn);
-        bin_s += t.elapsed().as_secs_f64();
-        // Classes of groups by histogram size (powers of two).
+        let layout = GbdtLayout::build(input, binning);
+        self.bin_s += t.elapsed().as_secs_f64();
         let mut classes: Vec<usize> = (0..n_all)
             .filter(|&g| input.fit[g])
             .map(|g| layout.hist_len(g).next_power_of_two())
@@ -647,89 +690,110 @@ pub fn fit_grouped(
         classes.sort_unstable();
         classes.dedup();
         for class in classes.into_iter().rev() {
-            let ClassUnits {
-                owner,
-                config_of,
-                units,
-                drows,
-                stats_len,
-            } = class_units(input, &layout, configs, &ks, class);
-            let n_units = units.len();
-            let class_rows: usize = drows.iter().map(|r| r.len()).sum();
-            let family = GbdtPass {
-                layout: &layout,
-                owner,
-                stats_len,
-                hist_ns: AtomicU64::new(0),
-                round_ns: AtomicU64::new(0),
-            };
-            let max_rounds = ks
-                .iter()
-                .map(|&k| configs[k].rounds() as usize)
-                .max()
-                .unwrap_or(1);
-            let max_leaves = ks
-                .iter()
-                .map(|&k| configs[k].num_leaves() as usize)
-                .max()
-                .unwrap_or(2);
-            let base = report.passes;
-            let (units, r) = run_passes(
-                &family,
-                units,
-                &drows,
-                input.strategy,
-                input.threads,
-                max_rounds * (max_leaves + 1) + 1,
-                &mut |p| {
-                    progress(PassProgress {
-                        pass: base + p.pass,
-                        active: total_units - done_units - (p.total - p.active),
-                        total: total_units,
-                    })
-                },
-            );
-            done_units += n_units;
-            report.passes += r.passes;
-            report.passes_s += r.passes_s;
-            hist_s += family.hist_ns.load(Ordering::Relaxed) as f64 * 1e-9;
-            round_s += family.round_ns.load(Ordering::Relaxed) as f64 * 1e-9;
-            if class_rows >= strategy_rows {
-                strategy_rows = class_rows;
-                report.strategy = r.strategy;
-            }
-            for (i, us) in units.into_iter().enumerate() {
-                let g = family.owner[i];
-                let view = layout.view(g);
-                let b = us.into_iter().next().unwrap().into_inner().unwrap();
-                out[g][config_of[i]] = Some(FittedBooster {
-                    rounds: b.rounds(),
-                    model: b.model(&view),
-                });
-            }
+            self.run_class(&layout, &ks, class, progress);
         }
     }
-    if trace() {
-        let worker_s = report.passes_s * input.threads as f64;
+
+    /// Runs the boosters of configs `ks` of the groups in histogram-size
+    /// class `class` to the end, and keeps their models.
+    fn run_class(
+        &mut self,
+        layout: &GbdtLayout,
+        ks: &[usize],
+        class: usize,
+        progress: &mut dyn FnMut(PassProgress),
+    ) {
+        let (input, configs) = (self.input, self.configs);
+        let ClassUnits {
+            owner,
+            config_of,
+            units,
+            drows,
+            stats_len,
+        } = class_units(input, layout, configs, ks, class);
+        let n_units = units.len();
+        let class_rows: usize = drows.iter().map(|r| r.len()).sum();
+        let family = GbdtPass {
+            layout,
+            owner,
+            stats_len,
+            hist_ns: AtomicU64::new(0),
+            round_ns: AtomicU64::new(0),
+        };
+        let max_rounds = ks
+            .iter()
+            .map(|&k| configs[k].rounds() as usize)
+            .max()
+            .unwrap_or(1);
+        let max_leaves = ks
+            .iter()
+            .map(|&k| configs[k].num_leaves() as usize)
+            .max()
+            .unwrap_or(2);
+        let (base, total_units, done_units) = (self.report.passes, self.total_units, self.done_units);
+        let (units, r) = run_passes(
+            &family,
+            units,
+            &drows,
+            input.strategy,
+            input.threads,
+            max_rounds * (max_leaves + 1) + 1,
+            &mut |p| {
+                progress(PassProgress {
+                    pass: base + p.pass,
+                    active: total_units - done_units - (p.total - p.active),
+                    total: total_units,
+                })
+            },
+        );
+        self.done_units += n_units;
+        self.report.passes += r.passes;
+        self.report.passes_s += r.passes_s;
+        self.hist_s += family.hist_ns.load(Ordering::Relaxed) as f64 * 1e-9;
+        self.round_s += family.round_ns.load(Ordering::Relaxed) as f64 * 1e-9;
+        if class_rows >= self.strategy_rows {
+            self.strategy_rows = class_rows;
+            self.report.strategy = r.strategy;
+        }
+        for (i, us) in units.into_iter().enumerate() {
+            let g = family.owner[i];
+            let view = layout.view(g);
+            let b = us.into_iter().next().unwrap().into_inner().unwrap();
+            self.out[g][config_of[i]] = Some(FittedBooster {
+                rounds: b.rounds(),
+                model: b.model(&view),
+            });
+        }
+    }
+
+    /// Where the time went (traced runs).
+    fn trace_times(&self) {
+        let (report, threads) = (&self.report, self.input.threads);
+        let worker_s = report.passes_s * threads as f64;
         eprintln!(
             "[groupfit] gbdt: binning {:.1} ms; in passes {:.2} s x {} workers = {:.2} thread-s: \
              histogram building {:.2} thread-s ({:.0}%), rest of the boosting steps {:.2} thread-s",
-            bin_s * 1e3,
+            self.bin_s * 1e3,
             report.passes_s,
-            input.threads,
+            threads,
             worker_s,
-            hist_s,
-            100.0 * hist_s / worker_s.max(1e-12),
-            round_s - hist_s,
+            self.hist_s,
+            100.0 * self.hist_s / worker_s.max(1e-12),
+            self.round_s - self.hist_s,
         );
     }
-    let fitted = out
-        .into_iter()
-        .map(|us| {
-            us.into_iter()
-                .map(|u| u.expect("every unit fitted"))
-                .collect()
-        })
-        .collect();
-    (fitted, report)
+
+    /// Every booster fitted, and the report.
+    fn finish(self) -> (Vec<Vec<FittedBooster>>, RunReport) {
+        let fitted = self
+            .out
+            .into_iter()
+            .map(|us| {
+                us.into_iter()
+                    .map(|u| u.expect("every unit fitted"))
+                    .collect()
+            })
+            .collect();
+        (fitted, self.report)
+    }
 }
