@@ -9,7 +9,8 @@
 //! stopping.
 //!
 //! [`GbdtPass`] plugs the boosters into the pass driver
-//! ([`crate::exec::run_passes`]) with the partial-step API unchanged:
+//! ([`crate::exec::run_passes`]) through the partial-step API
+//! ([`crate::exec::PartialStep`]):
 //!
 //! * a *whole-group* shard (the worker sees every row of the group) runs one
 //!   full boosting round of each active booster in `accumulate` — every
