@@ -12,7 +12,9 @@ use std::sync::{Mutex, RwLock};
 
 use super::barrier::SpinBarrier;
 use super::calibrate;
-use super::step::{active_counts, active_units, count_active, group_loads, heavy_counts, steps_counts, PartialStep};
+use super::step::{
+    active_counts, active_units, count_active, group_loads, heavy_counts, steps_counts, PartialStep,
+};
 use crate::plan::{CostModel, Plan, Strategy};
 use crate::util::trace::trace;
 
@@ -88,8 +90,11 @@ pub fn run_passes<F: PartialStep>(
             passes_s += t.elapsed().as_secs_f64();
             pass += 1;
             if trace() {
-                let rows_active: usize =
-                    rows.iter().zip(&live.active).map(|(r, &a)| r.len() * a).sum();
+                let rows_active: usize = rows
+                    .iter()
+                    .zip(&live.active)
+                    .map(|(r, &a)| r.len() * a)
+                    .sum();
                 eprintln!(
                     "[groupfit] pass {pass}: {n_active} active units, {rows_active} unit-rows, {:.1} ms",
                     t.elapsed().as_secs_f64() * 1e3
@@ -207,7 +212,12 @@ impl Planner {
         rows: &[Range<usize>],
         live: &LiveGroups,
     ) -> Plan {
-        let loads = group_loads(rows, &live.active, &self.heavy, &steps_counts(family, groups));
+        let loads = group_loads(
+            rows,
+            &live.active,
+            &self.heavy,
+            &steps_counts(family, groups),
+        );
         // `auto` chooses on the first pass and again each time the
         // groups with active units have halved since its last choice
         // (the end of a run, where one large group may be left, can

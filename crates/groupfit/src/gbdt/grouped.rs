@@ -34,8 +34,8 @@ use std::time::Instant;
 use super::binning::BinMapper;
 use super::booster::{Booster, GroupView, StepScratch};
 use super::histogram::{BinnedGroup, STRIDE};
-use super::params::GbdtConfig;
 use super::model::GbdtModel;
+use super::params::GbdtConfig;
 use crate::data::bucket;
 use crate::exec::{explain, run_passes, Explain, PartialStep, PassProgress, RunReport};
 use crate::family::TrainData;
@@ -454,7 +454,6 @@ impl PartialStep for GbdtPass<'_> {
         }
     }
 
-
     /// One round of each active booster of the whole group, as the pass
     /// driver's next pass would run it.
     fn time_whole_pass(
@@ -731,7 +730,8 @@ impl<'a> GroupedFit<'a> {
             .map(|&k| configs[k].num_leaves() as usize)
             .max()
             .unwrap_or(2);
-        let (base, total_units, done_units) = (self.report.passes, self.total_units, self.done_units);
+        let (base, total_units, done_units) =
+            (self.report.passes, self.total_units, self.done_units);
         let (units, r) = run_passes(
             &family,
             units,

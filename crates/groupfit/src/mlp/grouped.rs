@@ -20,10 +20,10 @@
 
 use std::ops::Range;
 
-use super::kernel::{batch_gradients, optimizer_step, Net, OptState, StepScratch};
 use super::init::{epoch_permutation, init_params};
-use super::params::MlpConfig;
+use super::kernel::{batch_gradients, optimizer_step, Net, OptState, StepScratch};
 use super::model::MlpModel;
+use super::params::MlpConfig;
 use crate::data::{Column, Task};
 use crate::exec::{run_passes, PartialStep, PassProgress, RunReport};
 use crate::plan::Strategy;
@@ -292,8 +292,7 @@ fn standardised_rows(input: &MlpInput<'_>, order: &RowOrder, stats: &GroupStats)
                             // group) is `k`'s alone, and `p * d + j` is
                             // within `x` (p < start[ng]).
                             unsafe {
-                                *out.0.add(p as usize * d + j) =
-                                    ((a - mean[at]) / std[at]) as f32;
+                                *out.0.add(p as usize * d + j) = ((a - mean[at]) / std[at]) as f32;
                             }
                         }
                         if input.fit[ng] {
@@ -725,7 +724,6 @@ fn dump_schedule(
         );
     }
 }
-
 
 /// A group's RNG stream id: a stable hash of its key (the global model's
 /// stream is a fixed tag), so it does not depend on which other groups exist.
