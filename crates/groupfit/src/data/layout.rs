@@ -149,14 +149,12 @@ impl GroupedMatrix {
 
     fn build_inner(input: LayoutInput<'_>, given: Option<GivenStats<'_>>) -> Result<GroupedMatrix> {
         let d = input.columns.len();
-        let n = input.rows.len();
-        if input.group_of.len() != n {
+        if input.group_of.len() != input.rows.len() {
             return Err(GroupfitError::arg(
                 "layout: rows and group ids differ in length",
             ));
         }
-        let ng = input.n_groups;
-        let g_total = ng + usize::from(input.with_global);
+        let g_total = input.n_groups + usize::from(input.with_global);
         let t0 = std::time::Instant::now();
         let stamp = |what: &str| {
             if crate::util::trace::trace() {
@@ -166,127 +164,30 @@ impl GroupedMatrix {
                 );
             }
         };
-        // Counting sort: destination position of each training row.
-        let mut counts = vec![0usize; ng];
-        for &g in input.group_of {
-            counts[g as usize] += 1;
-        }
-        let mut offsets = Vec::with_capacity(g_total + 1);
-        offsets.push(0);
-        for &c in &counts {
-            offsets.push(offsets.last().unwrap() + c);
-        }
-        if input.with_global {
-            offsets.push(offsets.last().unwrap() + n);
-        }
-        let mut cursor = offsets[..ng].to_vec();
-        let mut pos = vec![0u32; n];
-        for (k, &g) in input.group_of.iter().enumerate() {
-            pos[k] = cursor[g as usize] as u32;
-            cursor[g as usize] += 1;
-        }
-        let total = *offsets.last().unwrap();
-        let mut y = vec![0.0; total];
-        for (k, &r) in input.rows.iter().enumerate() {
-            y[pos[k] as usize] = input.target[r as usize];
-            if input.with_global {
-                y[n + pos[k] as usize] = input.target[r as usize];
-            }
-        }
-        // Blocks: per group, ceil(rows / BLOCK) blocks of dp x width values.
+        let sorted = SortedRows::new(&input);
         let dp = d.div_ceil(FEATURE_PAD) * FEATURE_PAD;
-        let mut first_block = Vec::with_capacity(g_total + 1);
-        let mut block_off = vec![0usize];
-        for g in 0..g_total {
-            first_block.push(block_off.len() - 1);
-            let mut left = offsets[g + 1] - offsets[g];
-            while left > 0 {
-                let m = left.min(BLOCK);
-                block_off.push(block_off.last().unwrap() + dp * m.div_ceil(LANES) * LANES);
-                left -= m;
-            }
-        }
-        first_block.push(block_off.len() - 1);
-        // Source row of every group-sorted position (the global copy reuses it).
-        let mut src = vec![0u32; n];
-        for (k, &r) in input.rows.iter().enumerate() {
-            src[pos[k] as usize] = r;
-        }
-        drop(pos);
+        let blocks = BlockMap::new(&sorted.offsets, dp);
         stamp("sort and block map");
-        let mut x = super::zeroed_f32_large(*block_off.last().unwrap());
+        let mut x = super::zeroed_f32_large(*blocks.block_off.last().unwrap());
         stamp("allocate");
-        let out = SharedOut(x.as_mut_ptr());
-        let threads = input.threads.clamp(1, d.max(1));
-        let group_rows: Vec<f64> = (0..g_total)
-            .map(|g| (offsets[g + 1] - offsets[g]) as f64)
-            .collect();
         let shape = Shape {
-            offsets: &offsets,
-            first_block: &first_block,
-            block_off: &block_off,
+            offsets: &sorted.offsets,
+            first_block: &blocks.first_block,
+            block_off: &blocks.block_off,
             dp,
-            src: &src,
+            src: &sorted.src,
         };
-        let work = |t: usize| -> Vec<(usize, ColumnStats)> {
-            (t..d)
-                .step_by(threads)
-                .map(|j| {
-                    let st = match given {
-                        None => crate::with_values!(input.columns[j], |v| column_pass(
-                            v,
-                            &input,
-                            &group_rows,
-                            &shape,
-                            j,
-                            out
-                        )),
-                        Some(gs) => {
-                            let st = ColumnStats {
-                                mean: (0..ng).map(|g| gs.mean[g * d + j]).collect(),
-                                scale: (0..ng).map(|g| gs.scale[g * d + j]).collect(),
-                                impute: gs.impute[j],
-                            };
-                            let inv: Vec<f64> = st.scale.iter().map(|s| 1.0 / s).collect();
-                            crate::with_values!(input.columns[j], |v| gather_column(
-                                v, &input, &shape, j, out, &st, &inv
-                            ));
-                            st
-                        }
-                    };
-                    (j, st)
-                })
-                .collect()
-        };
-        let per_column: Vec<(usize, ColumnStats)> = if threads == 1 {
-            work(0)
-        } else {
-            std::thread::scope(|s| {
-                let hs: Vec<_> = (0..threads).map(|t| s.spawn(move || work(t))).collect();
-                hs.into_iter()
-                    .flat_map(|h| h.join().expect("layout thread panicked"))
-                    .collect()
-            })
-        };
+        let per_column = standardise_columns(&input, given, &shape, SharedOut(x.as_mut_ptr()));
         stamp("columns");
-        let mut mean = vec![0.0; g_total * d];
-        let mut scale = vec![1.0; g_total * d];
-        let mut impute = vec![0.0; d];
-        for (j, st) in per_column {
-            for g in 0..g_total {
-                mean[g * d + j] = st.mean[g];
-                scale[g * d + j] = st.scale[g];
-            }
-            impute[j] = st.impute;
-        }
+        let (mean, scale, impute) = group_major_stats(per_column, g_total, d);
         Ok(GroupedMatrix {
             d,
             dp,
             x,
-            y,
-            offsets,
-            first_block,
-            block_off,
+            y: sorted.y,
+            offsets: sorted.offsets,
+            first_block: blocks.first_block,
+            block_off: blocks.block_off,
             mean,
             scale,
             impute,
@@ -393,6 +294,179 @@ struct Shape<'a> {
     block_off: &'a [usize],
     dp: usize,
     src: &'a [u32],
+}
+
+/// The training rows in group-sorted order (a counting sort on the group
+/// id; the global pseudo-group, when present, repeats every row after the
+/// groups).
+struct SortedRows {
+    /// Per (pseudo-)group, its first row (length `groups + 1`).
+    offsets: Vec<usize>,
+    /// Targets in layout order (the global copy included).
+    y: Vec<f64>,
+    /// Source row of every group-sorted position (the global copy reuses it).
+    src: Vec<u32>,
+}
+
+impl SortedRows {
+    fn new(input: &LayoutInput<'_>) -> SortedRows {
+        let n = input.rows.len();
+        let ng = input.n_groups;
+        let g_total = ng + usize::from(input.with_global);
+        // Counting sort: destination position of each training row.
+        let mut counts = vec![0usize; ng];
+        for &g in input.group_of {
+            counts[g as usize] += 1;
+        }
+        let mut offsets = Vec::with_capacity(g_total + 1);
+        offsets.push(0);
+        for &c in &counts {
+            offsets.push(offsets.last().unwrap() + c);
+        }
+        if input.with_global {
+            offsets.push(offsets.last().unwrap() + n);
+        }
+        let mut cursor = offsets[..ng].to_vec();
+        let mut position = vec![0u32; n];
+        for (k, &g) in input.group_of.iter().enumerate() {
+            position[k] = cursor[g as usize] as u32;
+            cursor[g as usize] += 1;
+        }
+        let total = *offsets.last().unwrap();
+        let mut y = vec![0.0; total];
+        for (k, &r) in input.rows.iter().enumerate() {
+            y[position[k] as usize] = input.target[r as usize];
+            if input.with_global {
+                y[n + position[k] as usize] = input.target[r as usize];
+            }
+        }
+        let mut src = vec![0u32; n];
+        for (k, &r) in input.rows.iter().enumerate() {
+            src[position[k] as usize] = r;
+        }
+        SortedRows { offsets, y, src }
+    }
+}
+
+/// Where each group's blocks are: per group, `ceil(rows / BLOCK)` blocks of
+/// `dp x width` values.
+struct BlockMap {
+    /// Per group, its first block (length `groups + 1`).
+    first_block: Vec<usize>,
+    /// Per block, its offset in `x` (length `blocks + 1`).
+    block_off: Vec<usize>,
+}
+
+impl BlockMap {
+    fn new(offsets: &[usize], dp: usize) -> BlockMap {
+        let g_total = offsets.len() - 1;
+        let mut first_block = Vec::with_capacity(g_total + 1);
+        let mut block_off = vec![0usize];
+        for g in 0..g_total {
+            first_block.push(block_off.len() - 1);
+            let mut left = offsets[g + 1] - offsets[g];
+            while left > 0 {
+                let m = left.min(BLOCK);
+                block_off.push(block_off.last().unwrap() + dp * m.div_ceil(LANES) * LANES);
+                left -= m;
+            }
+        }
+        first_block.push(block_off.len() - 1);
+        BlockMap {
+            first_block,
+            block_off,
+        }
+    }
+}
+
+/// Standardises every column into the blocks through `out`, the columns
+/// spread over `input.threads` threads; returns each column's statistics
+/// (computed from the rows, or taken from `given`) with its index.
+fn standardise_columns(
+    input: &LayoutInput<'_>,
+    given: Option<GivenStats<'_>>,
+    shape: &Shape<'_>,
+    out: SharedOut,
+) -> Vec<(usize, ColumnStats)> {
+    let d = input.columns.len();
+    let threads = input.threads.clamp(1, d.max(1));
+    let group_rows: Vec<f64> = shape
+        .offsets
+        .windows(2)
+        .map(|w| (w[1] - w[0]) as f64)
+        .collect();
+    let work = |t: usize| -> Vec<(usize, ColumnStats)> {
+        (t..d)
+            .step_by(threads)
+            .map(|j| {
+                let st = match given {
+                    None => crate::with_values!(input.columns[j], |v| column_pass(
+                        v,
+                        input,
+                        &group_rows,
+                        shape,
+                        j,
+                        out
+                    )),
+                    Some(gs) => crate::with_values!(input.columns[j], |v| given_column_pass(
+                        v, input, &gs, shape, j, out
+                    )),
+                };
+                (j, st)
+            })
+            .collect()
+    };
+    if threads == 1 {
+        work(0)
+    } else {
+        std::thread::scope(|s| {
+            let hs: Vec<_> = (0..threads).map(|t| s.spawn(move || work(t))).collect();
+            hs.into_iter()
+                .flat_map(|h| h.join().expect("layout thread panicked"))
+                .collect()
+        })
+    }
+}
+
+/// The per-column statistics laid out group-major: `(mean, scale, impute)`,
+/// the first two `g_total x d`.
+fn group_major_stats(
+    per_column: Vec<(usize, ColumnStats)>,
+    g_total: usize,
+    d: usize,
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let mut mean = vec![0.0; g_total * d];
+    let mut scale = vec![1.0; g_total * d];
+    let mut impute = vec![0.0; d];
+    for (j, st) in per_column {
+        for g in 0..g_total {
+            mean[g * d + j] = st.mean[g];
+            scale[g * d + j] = st.scale[g];
+        }
+        impute[j] = st.impute;
+    }
+    (mean, scale, impute)
+}
+
+/// Gather of feature `j` standardised by the given statistics (no
+/// statistics passes).
+fn given_column_pass<T: Copy + Into<f64>>(
+    v: &[T],
+    input: &LayoutInput<'_>,
+    given: &GivenStats<'_>,
+    shape: &Shape<'_>,
+    j: usize,
+    out: SharedOut,
+) -> ColumnStats {
+    let (d, ng) = (input.columns.len(), input.n_groups);
+    let st = ColumnStats {
+        mean: (0..ng).map(|g| given.mean[g * d + j]).collect(),
+        scale: (0..ng).map(|g| given.scale[g * d + j]).collect(),
+        impute: given.impute[j],
+    };
+    let inv: Vec<f64> = st.scale.iter().map(|s| 1.0 / s).collect();
+    gather_column(v, input, shape, j, out, &st, &inv);
+    st
 }
 
 /// Statistics and gather of feature `j`: group sums (and the imputation

@@ -12,7 +12,9 @@ use std::sync::{Mutex, RwLock};
 
 use super::barrier::SpinBarrier;
 use super::calibrate;
-use super::step::{active_counts, active_units, count_active, group_loads, heavy_counts, steps_counts, PartialStep};
+use super::step::{
+    active_counts, active_units, count_active, group_loads, heavy_counts, steps_counts, PartialStep,
+};
 use crate::plan::{CostModel, Plan, Strategy};
 use crate::util::trace::trace;
 
@@ -58,29 +60,12 @@ pub fn run_passes<F: PartialStep>(
     let workers = workers.max(1);
     let groups: Vec<RwLock<Vec<F::Unit>>> = units.into_iter().map(RwLock::new).collect();
     let total: usize = groups.iter().map(|g| g.read().unwrap().len()).sum();
-    // The strategy of the first pass (what the report names) and the current one.
-    let mut resolved = None;
-    let mut current: Option<Strategy> = None;
+    // Counted before the calibration, whose pilot may run real steps.
+    let mut live = LiveGroups::new(family, &groups);
+    let mut planner = Planner::new(family, &groups, rows, strategy, workers);
     let mut pass = 0;
-    // Active units per group, recounted after each pass for the groups that
-    // still have some (`live`): units never become active again, and an MLP
-    // run takes thousands of passes over a few groups at its end.
-    let mut active = active_counts(family, &groups);
-    let heavy = heavy_counts(family, rows);
-    let mut live: Vec<usize> = (0..groups.len()).filter(|&g| active[g] > 0).collect();
     let mut replan = true;
-    // `auto`: groups with active units when it last chose a strategy.
-    let mut decided_at = usize::MAX;
     let mut passes_s = 0.0;
-    let mut cut_groups = 0;
-    // Every strategy places work by the calibrated costs (updates and shards
-    // count, not only rows); `auto` also prices whole plans with them. One
-    // worker has nothing to place.
-    let cost = if workers > 1 {
-        calibrate::cost_model(family, &groups, rows, workers).0
-    } else {
-        CostModel::uncalibrated(family.stats_len(), family.unit_bytes())
-    };
     // The workers live for the whole run: the calling thread is worker 0,
     // the others wait at `start` between passes (see `Workers`).
     let ctl = Workers::new(workers);
@@ -94,39 +79,13 @@ pub fn run_passes<F: PartialStep>(
         let _stop = StopOnDrop(&ctl);
         let mut scratch = family.scratch();
         while pass < max_passes {
-            let n_active: usize = live.iter().map(|&g| active[g]).sum();
+            let n_active = live.active_units();
             if n_active == 0 {
                 break;
             }
             // Re-plan when the active counts changed (units converged).
             if replan {
-                let loads = group_loads(rows, &active, &heavy, &steps_counts(family, &groups));
-                // `auto` chooses on the first pass and again each time the
-                // groups with active units have halved since its last choice
-                // (the end of a run, where one large group may be left, can
-                // want another plan than its start); in between it keeps its
-                // strategy.
-                let n_groups = live.len();
-                let s = match strategy {
-                    Strategy::Auto if 2 * n_groups <= decided_at => {
-                        decided_at = n_groups;
-                        Strategy::Auto
-                    }
-                    Strategy::Auto => current.unwrap_or(Strategy::Auto),
-                    s => s,
-                };
-                let p = Plan::build(s, &loads, workers, family.align(), &cost);
-                if trace() && current.is_some_and(|c| c != p.strategy) {
-                    eprintln!(
-                        "[groupfit] auto: {} groups left, now {}",
-                        n_groups,
-                        p.strategy.name()
-                    );
-                }
-                resolved.get_or_insert(p.strategy);
-                current = Some(p.strategy);
-                cut_groups = cut_groups.max(groups_cut(&p, groups.len()));
-                ctl.set_plan(p);
+                ctl.set_plan(planner.next_plan(family, &groups, rows, &live));
                 replan = false;
             }
             let t = std::time::Instant::now();
@@ -134,34 +93,29 @@ pub fn run_passes<F: PartialStep>(
             passes_s += t.elapsed().as_secs_f64();
             pass += 1;
             if trace() {
-                let rows_active: usize = rows.iter().zip(&active).map(|(r, &a)| r.len() * a).sum();
+                let rows_active: usize = rows
+                    .iter()
+                    .zip(&live.active)
+                    .map(|(r, &a)| r.len() * a)
+                    .sum();
                 eprintln!(
                     "[groupfit] pass {pass}: {n_active} active units, {rows_active} unit-rows, {:.1} ms",
                     t.elapsed().as_secs_f64() * 1e3
                 );
             }
-            for &g in &live {
-                let a = count_active(family, &groups[g]);
-                replan |= a != active[g];
-                active[g] = a;
-            }
-            live.retain(|&g| active[g] > 0);
-            let still: usize = live.iter().map(|&g| active[g]).sum();
+            replan |= live.recount(family, &groups);
             progress(PassProgress {
                 pass,
-                active: still,
+                active: live.active_units(),
                 total,
             });
         }
     });
     let report = RunReport {
-        strategy: resolved.unwrap_or(match strategy {
-            Strategy::Auto => Strategy::Tp,
-            s => s,
-        }),
+        strategy: planner.first_strategy(),
         passes: pass,
         passes_s,
-        cut_groups,
+        cut_groups: planner.cut_groups,
     };
     (
         groups
@@ -170,6 +124,143 @@ pub fn run_passes<F: PartialStep>(
             .collect(),
         report,
     )
+}
+
+/// Active units per group, recounted after each pass for the groups that
+/// still have some (`live`): units never become active again, and an MLP
+/// run takes thousands of passes over a few groups at its end.
+struct LiveGroups {
+    /// Per group, its active units.
+    active: Vec<usize>,
+    /// The groups with active units.
+    live: Vec<usize>,
+}
+
+impl LiveGroups {
+    fn new<F: PartialStep>(family: &F, groups: &[RwLock<Vec<F::Unit>>]) -> Self {
+        let active = active_counts(family, groups);
+        let live = (0..groups.len()).filter(|&g| active[g] > 0).collect();
+        LiveGroups { active, live }
+    }
+
+    /// Active units over all groups.
+    fn active_units(&self) -> usize {
+        self.live.iter().map(|&g| self.active[g]).sum()
+    }
+
+    /// Recounts the live groups' active units and drops the groups left
+    /// without any; true when a count changed.
+    fn recount<F: PartialStep>(&mut self, family: &F, groups: &[RwLock<Vec<F::Unit>>]) -> bool {
+        let mut changed = false;
+        for &g in &self.live {
+            let a = count_active(family, &groups[g]);
+            changed |= a != self.active[g];
+            self.active[g] = a;
+        }
+        let active = &self.active;
+        self.live.retain(|&g| active[g] > 0);
+        changed
+    }
+}
+
+/// The driver's choice of plans over a run: the strategy asked for, the
+/// costs plans are priced with, and (for `auto`) when it last chose.
+struct Planner {
+    /// The strategy asked for (possibly `Auto`).
+    asked: Strategy,
+    workers: usize,
+    cost: CostModel,
+    /// Heavy rows per group (fixed for the run).
+    heavy: Vec<usize>,
+    /// The strategy of the first plan (what the report names).
+    first: Option<Strategy>,
+    /// The strategy of the current plan.
+    current: Option<Strategy>,
+    /// `auto`: groups with active units when it last chose a strategy.
+    decided_at: usize,
+    /// The most groups one plan cut over two or more workers.
+    cut_groups: usize,
+}
+
+impl Planner {
+    fn new<F: PartialStep>(
+        family: &F,
+        groups: &[RwLock<Vec<F::Unit>>],
+        rows: &[Range<usize>],
+        asked: Strategy,
+        workers: usize,
+    ) -> Self {
+        let heavy = heavy_counts(family, rows);
+        // Every strategy places work by the calibrated costs (updates and shards
+        // count, not only rows); `auto` also prices whole plans with them. One
+        // worker has nothing to place.
+        let cost = if workers > 1 {
+            calibrate::cost_model(family, groups, rows, workers).0
+        } else {
+            CostModel::uncalibrated(family.stats_len(), family.unit_bytes())
+        };
+        Planner {
+            asked,
+            workers,
+            cost,
+            heavy,
+            first: None,
+            current: None,
+            decided_at: usize::MAX,
+            cut_groups: 0,
+        }
+    }
+
+    /// The plan for the current active counts.
+    fn next_plan<F: PartialStep>(
+        &mut self,
+        family: &F,
+        groups: &[RwLock<Vec<F::Unit>>],
+        rows: &[Range<usize>],
+        live: &LiveGroups,
+    ) -> Plan {
+        let loads = group_loads(
+            rows,
+            &live.active,
+            &self.heavy,
+            &steps_counts(family, groups),
+        );
+        // `auto` chooses on the first pass and again each time the
+        // groups with active units have halved since its last choice
+        // (the end of a run, where one large group may be left, can
+        // want another plan than its start); in between it keeps its
+        // strategy.
+        let n_groups = live.live.len();
+        let s = match self.asked {
+            Strategy::Auto if 2 * n_groups <= self.decided_at => {
+                self.decided_at = n_groups;
+                Strategy::Auto
+            }
+            Strategy::Auto => self.current.unwrap_or(Strategy::Auto),
+            s => s,
+        };
+        let p = Plan::build(s, &loads, self.workers, family.align(), &self.cost);
+        if trace() && self.current.is_some_and(|c| c != p.strategy) {
+            eprintln!(
+                "[groupfit] auto: {} groups left, now {}",
+                n_groups,
+                p.strategy.name()
+            );
+        }
+        self.first.get_or_insert(p.strategy);
+        self.current = Some(p.strategy);
+        self.cut_groups = self.cut_groups.max(groups_cut(&p, groups.len()));
+        p
+    }
+
+    /// The strategy the run is reported under: the first plan's, or (no
+    /// pass ran) the one asked for, `auto` naming `tp`.
+    fn first_strategy(&self) -> Strategy {
+        self.first.unwrap_or(match self.asked {
+            Strategy::Auto => Strategy::Tp,
+            s => s,
+        })
+    }
 }
 
 /// Groups whose shards in some stage of `plan` lie with two or more workers.

@@ -9,7 +9,8 @@
 //! stopping.
 //!
 //! [`GbdtPass`] plugs the boosters into the pass driver
-//! ([`crate::exec::run_passes`]) with the partial-step API unchanged:
+//! ([`crate::exec::run_passes`]) through the partial-step API
+//! ([`crate::exec::PartialStep`]):
 //!
 //! * a *whole-group* shard (the worker sees every row of the group) runs one
 //!   full boosting round of each active booster in `accumulate` — every
@@ -33,8 +34,8 @@ use std::time::Instant;
 use super::binning::BinMapper;
 use super::booster::{Booster, GroupView, StepScratch};
 use super::histogram::{BinnedGroup, STRIDE};
-use super::params::GbdtConfig;
 use super::model::GbdtModel;
+use super::params::GbdtConfig;
 use crate::data::bucket;
 use crate::exec::{explain, run_passes, Explain, PartialStep, PassProgress, RunReport};
 use crate::family::TrainData;
@@ -94,24 +95,32 @@ struct FeatureBins {
     valid_bins: Vec<u8>,
 }
 
-impl GbdtLayout {
-    /// Bins the training and validation rows of every group with `fit` set
-    /// (groups not fitted get no rows), as `binning` says.
-    ///
-    /// Feature by feature (features spread over the threads): the feature's
-    /// values are gathered in layout order once (a group's rows are scattered
-    /// over the table; gathering a column at a time keeps the reads within
-    /// one column), then each group's mapper is fitted on its slice and bins
-    /// it. The layout's three byte matrices are then assembled from the
-    /// per-feature bins.
-    pub fn build(input: &TrainData<'_>, binning: Binning) -> GbdtLayout {
-        let d = input.columns.len();
+/// The table rows of every fitted group in layout order, group after group
+/// (groups not fitted get none); the global group (last) holds every
+/// training row in table order. The same for the validation rows.
+struct LayoutRows {
+    rows: Vec<u32>,
+    /// Row boundaries, `n_groups + 2` entries.
+    starts: Vec<usize>,
+    valid_rows: Vec<u32>,
+    /// Validation row boundaries, `n_groups + 2` entries.
+    valid_starts: Vec<usize>,
+}
+
+/// A binning thread's buffers: a feature's values in layout order, and the
+/// mapper's sort keys.
+#[derive(Default)]
+struct BinScratch {
+    values: Vec<f64>,
+    keys: Vec<u64>,
+}
+
+impl LayoutRows {
+    fn new(input: &TrainData<'_>) -> LayoutRows {
         let ng = input.n_groups;
-        let n_all = ng + 1;
-        // Table rows of every fitted group, group after group; the global
-        // group (last) holds every training row in table order.
-        let (pos, tstarts) = bucket(input.group_of.iter().map(|&g| g as usize), ng);
-        let (vpos, vstarts) = bucket(
+        // Positions in `input.rows` (`input.valid.idx`) sorted by group.
+        let (train_order, train_starts) = bucket(input.group_of.iter().map(|&g| g as usize), ng);
+        let (valid_order, valid_group_starts) = bucket(
             input.valid.gid.iter().map(|g| g.map_or(ng, |g| g as usize)),
             ng + 1,
         );
@@ -119,19 +128,19 @@ impl GbdtLayout {
         let mut valid_rows: Vec<u32> = Vec::new();
         let mut starts = vec![0usize];
         let mut valid_starts = vec![0usize];
-        for g in 0..n_all {
+        for g in 0..=ng {
             if input.fit[g] {
                 if g == ng {
                     rows.extend_from_slice(input.rows);
                     valid_rows.extend_from_slice(input.valid.idx);
                 } else {
                     rows.extend(
-                        pos[tstarts[g]..tstarts[g + 1]]
+                        train_order[train_starts[g]..train_starts[g + 1]]
                             .iter()
                             .map(|&p| input.rows[p as usize]),
                     );
                     valid_rows.extend(
-                        vpos[vstarts[g]..vstarts[g + 1]]
+                        valid_order[valid_group_starts[g]..valid_group_starts[g + 1]]
                             .iter()
                             .map(|&p| input.valid.idx[p as usize]),
                     );
@@ -140,52 +149,80 @@ impl GbdtLayout {
             starts.push(rows.len());
             valid_starts.push(valid_rows.len());
         }
-        let (n, nv) = (rows.len(), valid_rows.len());
-        let feature = |j: usize, vals: &mut Vec<f64>, keys: &mut Vec<u64>| -> FeatureBins {
-            vals.clear();
-            crate::with_values!(input.columns[j], |v| vals
-                .extend(rows.iter().map(|&r| v[r as usize] as f64)));
-            let mut bins = vec![0u8; n];
-            let mut mappers = Vec::with_capacity(n_all);
-            for g in 0..n_all {
-                let (lo, hi) = (starts[g], starts[g + 1]);
-                let m = BinMapper::fit(
-                    vals[lo..hi].iter().copied(),
-                    binning.max_bin,
-                    binning.min_data_in_bin,
-                    keys,
-                );
-                bin_into(&m, &vals[lo..hi], &mut bins[lo..hi]);
-                mappers.push(m);
-            }
-            vals.clear();
-            crate::with_values!(input.valid.columns[j], |v| vals
-                .extend(valid_rows.iter().map(|&r| v[r as usize] as f64)));
-            let mut valid_bins = vec![0u8; nv];
-            for (g, m) in mappers.iter().enumerate() {
-                let (lo, hi) = (valid_starts[g], valid_starts[g + 1]);
-                bin_into(m, &vals[lo..hi], &mut valid_bins[lo..hi]);
-            }
-            FeatureBins {
-                mappers,
-                bins,
-                valid_bins,
-            }
-        };
-        let threads = input.threads.clamp(1, d.max(1));
-        let per_feature: Vec<FeatureBins> = crate::util::par::par_map_with(
-            d,
-            threads,
-            &|_| 1,
-            &|| (Vec::new(), Vec::new()),
-            &|(vals, keys), j| feature(j, vals, keys),
-        );
-        // Column-major per group; row-major (a transpose over every row);
-        // validation row-major. Two threads: the first matrix, the others.
+        LayoutRows {
+            rows,
+            starts,
+            valid_rows,
+            valid_starts,
+        }
+    }
+
+    /// Feature `j`'s bins: its values gathered in layout order, each group's
+    /// mapper fitted on its slice and binning it, then the validation values
+    /// binned by their group's mapper.
+    fn bin_feature(
+        &self,
+        input: &TrainData<'_>,
+        binning: Binning,
+        j: usize,
+        scratch: &mut BinScratch,
+    ) -> FeatureBins {
+        let n_all = self.starts.len() - 1;
+        let (starts, valid_starts) = (&self.starts, &self.valid_starts);
+        let BinScratch { values, keys } = scratch;
+        values.clear();
+        crate::with_values!(input.columns[j], |v| values
+            .extend(self.rows.iter().map(|&r| v[r as usize] as f64)));
+        let mut bins = vec![0u8; self.rows.len()];
+        let mut mappers = Vec::with_capacity(n_all);
+        for g in 0..n_all {
+            let (lo, hi) = (starts[g], starts[g + 1]);
+            let m = BinMapper::fit(
+                values[lo..hi].iter().copied(),
+                binning.max_bin,
+                binning.min_data_in_bin,
+                keys,
+            );
+            bin_into(&m, &values[lo..hi], &mut bins[lo..hi]);
+            mappers.push(m);
+        }
+        values.clear();
+        crate::with_values!(input.valid.columns[j], |v| values
+            .extend(self.valid_rows.iter().map(|&r| v[r as usize] as f64)));
+        let mut valid_bins = vec![0u8; self.valid_rows.len()];
+        for (g, m) in mappers.iter().enumerate() {
+            let (lo, hi) = (valid_starts[g], valid_starts[g + 1]);
+            bin_into(m, &values[lo..hi], &mut valid_bins[lo..hi]);
+        }
+        FeatureBins {
+            mappers,
+            bins,
+            valid_bins,
+        }
+    }
+}
+
+/// The layout's three byte matrices, assembled from the per-feature bins.
+struct ByteMatrices {
+    /// Column-major per group.
+    bins: Vec<u8>,
+    /// Row-major (a transpose over every row).
+    rbins: Vec<u8>,
+    /// Validation, row-major.
+    valid_bins: Vec<u8>,
+}
+
+impl ByteMatrices {
+    /// Two threads (when `threads > 1`): the first matrix, the others.
+    fn new(per_feature: &[FeatureBins], order: &LayoutRows, threads: usize) -> ByteMatrices {
+        let d = per_feature.len();
+        let (n, nv) = (order.rows.len(), order.valid_rows.len());
+        let starts = &order.starts;
+        let n_all = starts.len() - 1;
         let mut bins = vec![0u8; n * d];
         let mut rbins = vec![0u8; n * d];
         let mut valid_bins = vec![0u8; nv * d];
-        let pf = &per_feature;
+        let pf = per_feature;
         let first = |bins: &mut [u8]| {
             for g in 0..n_all {
                 let (lo, hi) = (starts[g], starts[g + 1]);
@@ -214,35 +251,81 @@ impl GbdtLayout {
             }
             rest(&mut rbins, &mut valid_bins);
         });
-        let mut offsets = Vec::with_capacity(n_all * (d + 1));
-        let mut mappers: Vec<Vec<BinMapper>> = (0..n_all).map(|_| Vec::with_capacity(d)).collect();
-        for f in per_feature {
-            for (g, m) in f.mappers.into_iter().enumerate() {
-                mappers[g].push(m);
-            }
-        }
-        for ms in &mappers {
-            let mut o = 0u32;
-            offsets.push(0);
-            for m in ms {
-                o += m.n_bins() as u32;
-                offsets.push(o);
-            }
-        }
-        GbdtLayout {
-            d,
+        ByteMatrices {
             bins,
             rbins,
-            y: rows.iter().map(|&i| input.target[i as usize]).collect(),
-            starts,
+            valid_bins,
+        }
+    }
+}
+
+/// The mappers of each of the `n_all` groups (feature after feature) and
+/// their histogram offsets (`d + 1` per group).
+fn mappers_by_group(
+    per_feature: Vec<FeatureBins>,
+    n_all: usize,
+) -> (Vec<Vec<BinMapper>>, Vec<u32>) {
+    let d = per_feature.len();
+    let mut offsets = Vec::with_capacity(n_all * (d + 1));
+    let mut mappers: Vec<Vec<BinMapper>> = (0..n_all).map(|_| Vec::with_capacity(d)).collect();
+    for f in per_feature {
+        for (g, m) in f.mappers.into_iter().enumerate() {
+            mappers[g].push(m);
+        }
+    }
+    for ms in &mappers {
+        let mut o = 0u32;
+        offsets.push(0);
+        for m in ms {
+            o += m.n_bins() as u32;
+            offsets.push(o);
+        }
+    }
+    (mappers, offsets)
+}
+
+impl GbdtLayout {
+    /// Bins the training and validation rows of every group with `fit` set
+    /// (groups not fitted get no rows), as `binning` says.
+    ///
+    /// Feature by feature (features spread over the threads): the feature's
+    /// values are gathered in layout order once (a group's rows are scattered
+    /// over the table; gathering a column at a time keeps the reads within
+    /// one column), then each group's mapper is fitted on its slice and bins
+    /// it. The layout's three byte matrices are then assembled from the
+    /// per-feature bins.
+    pub fn build(input: &TrainData<'_>, binning: Binning) -> GbdtLayout {
+        let d = input.columns.len();
+        let order = LayoutRows::new(input);
+        let threads = input.threads.clamp(1, d.max(1));
+        let per_feature: Vec<FeatureBins> = crate::util::par::par_map_with(
+            d,
+            threads,
+            &|_| 1,
+            &BinScratch::default,
+            &|scratch, j| order.bin_feature(input, binning, j, scratch),
+        );
+        let matrices = ByteMatrices::new(&per_feature, &order, threads);
+        let (mappers, offsets) = mappers_by_group(per_feature, input.n_groups + 1);
+        GbdtLayout {
+            d,
+            bins: matrices.bins,
+            rbins: matrices.rbins,
+            y: order
+                .rows
+                .iter()
+                .map(|&i| input.target[i as usize])
+                .collect(),
+            starts: order.starts,
             offsets,
             mappers,
-            valid_bins,
-            valid_y: valid_rows
+            valid_bins: matrices.valid_bins,
+            valid_y: order
+                .valid_rows
                 .iter()
                 .map(|&i| input.valid.target[i as usize])
                 .collect(),
-            valid_starts,
+            valid_starts: order.valid_starts,
         }
     }
 
@@ -370,7 +453,6 @@ impl PartialStep for GbdtPass<'_> {
             }
         }
     }
-
 
     /// One round of each active booster of the whole group, as the pass
     /// driver's next pass would run it.
@@ -529,37 +611,79 @@ pub fn fit_grouped(
     configs: &[GbdtConfig],
     progress: &mut dyn FnMut(PassProgress),
 ) -> (Vec<Vec<FittedBooster>>, RunReport) {
-    let n_all = input.n_groups + 1;
-    let mut out: Vec<Vec<Option<FittedBooster>>> = (0..n_all)
-        .map(|g| {
-            if input.fit[g] {
-                vec![None; configs.len()]
-            } else {
-                Vec::new()
-            }
-        })
-        .collect();
-    let total_units = input.fit.iter().filter(|&&f| f).count() * configs.len();
-    let mut done_units = 0;
-    let mut report = RunReport {
-        strategy: input.strategy,
-        passes: 0,
-        passes_s: 0.0,
-        cut_groups: 0,
-    };
-    let mut strategy_rows = 0usize;
+    let mut fit = GroupedFit::new(input, configs);
     let mut binnings: Vec<Binning> = configs.iter().map(Binning::of).collect();
     binnings.sort_unstable();
     binnings.dedup();
-    let (mut hist_s, mut round_s, mut bin_s) = (0.0, 0.0, 0.0);
-    for bn in binnings {
+    for binning in binnings {
+        fit.run_binning(binning, progress);
+    }
+    if trace() {
+        fit.trace_times();
+    }
+    fit.finish()
+}
+
+/// A [`fit_grouped`] under way: the boosters fitted so far, the progress
+/// over every binning and class, and the report.
+struct GroupedFit<'a> {
+    input: &'a TrainData<'a>,
+    configs: &'a [GbdtConfig],
+    /// Per group, per config, its fitted booster.
+    out: Vec<Vec<Option<FittedBooster>>>,
+    total_units: usize,
+    done_units: usize,
+    report: RunReport,
+    /// Rows of the largest class run so far, whose strategy the report names.
+    strategy_rows: usize,
+    /// Seconds binning; thread-seconds building histograms and in rounds.
+    bin_s: f64,
+    hist_s: f64,
+    round_s: f64,
+}
+
+impl<'a> GroupedFit<'a> {
+    fn new(input: &'a TrainData<'a>, configs: &'a [GbdtConfig]) -> Self {
+        let n_all = input.n_groups + 1;
+        let out: Vec<Vec<Option<FittedBooster>>> = (0..n_all)
+            .map(|g| {
+                if input.fit[g] {
+                    vec![None; configs.len()]
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        GroupedFit {
+            input,
+            configs,
+            out,
+            total_units: input.fit.iter().filter(|&&f| f).count() * configs.len(),
+            done_units: 0,
+            report: RunReport {
+                strategy: input.strategy,
+                passes: 0,
+                passes_s: 0.0,
+                cut_groups: 0,
+            },
+            strategy_rows: 0,
+            bin_s: 0.0,
+            hist_s: 0.0,
+            round_s: 0.0,
+        }
+    }
+
+    /// Bins the rows for the configs of `binning`, then runs their boosters
+    /// class by class (histogram sizes, powers of two), largest first.
+    fn run_binning(&mut self, binning: Binning, progress: &mut dyn FnMut(PassProgress)) {
+        let (input, configs) = (self.input, self.configs);
+        let n_all = input.n_groups + 1;
         let ks: Vec<usize> = (0..configs.len())
-            .filter(|&k| Binning::of(&configs[k]) == bn)
+            .filter(|&k| Binning::of(&configs[k]) == binning)
             .collect();
         let t = Instant::now();
-        let layout = GbdtLayout::build(input, bn);
-        bin_s += t.elapsed().as_secs_f64();
-        // Classes of groups by histogram size (powers of two).
+        let layout = GbdtLayout::build(input, binning);
+        self.bin_s += t.elapsed().as_secs_f64();
         let mut classes: Vec<usize> = (0..n_all)
             .filter(|&g| input.fit[g])
             .map(|g| layout.hist_len(g).next_power_of_two())
@@ -567,91 +691,113 @@ pub fn fit_grouped(
         classes.sort_unstable();
         classes.dedup();
         for class in classes.into_iter().rev() {
-            let ClassUnits {
-                owner,
-                config_of,
-                units,
-                drows,
-                stats_len,
-            } = class_units(input, &layout, configs, &ks, class);
-            let n_units = units.len();
-            let class_rows: usize = drows.iter().map(|r| r.len()).sum();
-            let family = GbdtPass {
-                layout: &layout,
-                owner,
-                stats_len,
-                hist_ns: AtomicU64::new(0),
-                round_ns: AtomicU64::new(0),
-            };
-            let max_rounds = ks
-                .iter()
-                .map(|&k| configs[k].rounds() as usize)
-                .max()
-                .unwrap_or(1);
-            let max_leaves = ks
-                .iter()
-                .map(|&k| configs[k].num_leaves() as usize)
-                .max()
-                .unwrap_or(2);
-            let base = report.passes;
-            let (units, r) = run_passes(
-                &family,
-                units,
-                &drows,
-                input.strategy,
-                input.threads,
-                max_rounds * (max_leaves + 1) + 1,
-                &mut |p| {
-                    progress(PassProgress {
-                        pass: base + p.pass,
-                        active: total_units - done_units - (p.total - p.active),
-                        total: total_units,
-                    })
-                },
-            );
-            done_units += n_units;
-            report.passes += r.passes;
-            report.passes_s += r.passes_s;
-            // The pass driver's groups here are boosters (one per group and config).
-            report.cut_groups = report.cut_groups.max(r.cut_groups);
-            hist_s += family.hist_ns.load(Ordering::Relaxed) as f64 * 1e-9;
-            round_s += family.round_ns.load(Ordering::Relaxed) as f64 * 1e-9;
-            if class_rows >= strategy_rows {
-                strategy_rows = class_rows;
-                report.strategy = r.strategy;
-            }
-            for (i, us) in units.into_iter().enumerate() {
-                let g = family.owner[i];
-                let view = layout.view(g);
-                let b = us.into_iter().next().unwrap().into_inner().unwrap();
-                out[g][config_of[i]] = Some(FittedBooster {
-                    rounds: b.rounds(),
-                    model: b.model(&view),
-                });
-            }
+            self.run_class(&layout, &ks, class, progress);
         }
     }
-    if trace() {
-        let worker_s = report.passes_s * input.threads as f64;
+
+    /// Runs the boosters of configs `ks` of the groups in histogram-size
+    /// class `class` to the end, and keeps their models.
+    fn run_class(
+        &mut self,
+        layout: &GbdtLayout,
+        ks: &[usize],
+        class: usize,
+        progress: &mut dyn FnMut(PassProgress),
+    ) {
+        let (input, configs) = (self.input, self.configs);
+        let ClassUnits {
+            owner,
+            config_of,
+            units,
+            drows,
+            stats_len,
+        } = class_units(input, layout, configs, ks, class);
+        let n_units = units.len();
+        let class_rows: usize = drows.iter().map(|r| r.len()).sum();
+        let family = GbdtPass {
+            layout,
+            owner,
+            stats_len,
+            hist_ns: AtomicU64::new(0),
+            round_ns: AtomicU64::new(0),
+        };
+        let max_rounds = ks
+            .iter()
+            .map(|&k| configs[k].rounds() as usize)
+            .max()
+            .unwrap_or(1);
+        let max_leaves = ks
+            .iter()
+            .map(|&k| configs[k].num_leaves() as usize)
+            .max()
+            .unwrap_or(2);
+        let (base, total_units, done_units) =
+            (self.report.passes, self.total_units, self.done_units);
+        let (units, r) = run_passes(
+            &family,
+            units,
+            &drows,
+            input.strategy,
+            input.threads,
+            max_rounds * (max_leaves + 1) + 1,
+            &mut |p| {
+                progress(PassProgress {
+                    pass: base + p.pass,
+                    active: total_units - done_units - (p.total - p.active),
+                    total: total_units,
+                })
+            },
+        );
+        self.done_units += n_units;
+        self.report.passes += r.passes;
+        self.report.passes_s += r.passes_s;
+        // The pass driver's groups here are boosters (one per group and config).
+        self.report.cut_groups = self.report.cut_groups.max(r.cut_groups);
+        self.hist_s += family.hist_ns.load(Ordering::Relaxed) as f64 * 1e-9;
+        self.round_s += family.round_ns.load(Ordering::Relaxed) as f64 * 1e-9;
+        if class_rows >= self.strategy_rows {
+            self.strategy_rows = class_rows;
+            self.report.strategy = r.strategy;
+        }
+        for (i, us) in units.into_iter().enumerate() {
+            let g = family.owner[i];
+            let view = layout.view(g);
+            let b = us.into_iter().next().unwrap().into_inner().unwrap();
+            self.out[g][config_of[i]] = Some(FittedBooster {
+                rounds: b.rounds(),
+                model: b.model(&view),
+            });
+        }
+    }
+
+    /// Where the time went (traced runs).
+    fn trace_times(&self) {
+        let (report, threads) = (&self.report, self.input.threads);
+        let worker_s = report.passes_s * threads as f64;
         eprintln!(
             "[groupfit] gbdt: binning {:.1} ms; in passes {:.2} s x {} workers = {:.2} thread-s: \
              histogram building {:.2} thread-s ({:.0}%), rest of the boosting steps {:.2} thread-s",
-            bin_s * 1e3,
+            self.bin_s * 1e3,
             report.passes_s,
-            input.threads,
+            threads,
             worker_s,
-            hist_s,
-            100.0 * hist_s / worker_s.max(1e-12),
-            round_s - hist_s,
+            self.hist_s,
+            100.0 * self.hist_s / worker_s.max(1e-12),
+            self.round_s - self.hist_s,
         );
     }
-    let fitted = out
-        .into_iter()
-        .map(|us| {
-            us.into_iter()
-                .map(|u| u.expect("every unit fitted"))
-                .collect()
-        })
-        .collect();
-    (fitted, report)
+
+    /// Every booster fitted, and the report.
+    fn finish(self) -> (Vec<Vec<FittedBooster>>, RunReport) {
+        let fitted = self
+            .out
+            .into_iter()
+            .map(|us| {
+                us.into_iter()
+                    .map(|u| u.expect("every unit fitted"))
+                    .collect()
+            })
+            .collect();
+        (fitted, self.report)
+    }
 }

@@ -20,10 +20,10 @@
 
 use std::ops::Range;
 
-use super::kernel::{batch_gradients, optimizer_step, Net, OptState, StepScratch};
 use super::init::{epoch_permutation, init_params};
-use super::params::MlpConfig;
+use super::kernel::{batch_gradients, optimizer_step, Net, OptState, StepScratch};
 use super::model::MlpModel;
+use super::params::MlpConfig;
 use crate::data::{Column, Task};
 use crate::exec::{run_passes, PartialStep, PassProgress, RunReport};
 use crate::plan::Strategy;
@@ -66,85 +66,105 @@ impl MlpData {
     /// Lays out the rows of every group with `fit[g]` in file order, imputes
     /// missing values, and standardises each group by its own statistics
     /// (population standard deviation, 1 where it is 0).
-    pub fn build(inp: MlpInput<'_>) -> MlpData {
-        let d = inp.columns.len();
-        let ng = inp.n_groups;
-        debug_assert_eq!(inp.group_of.len(), inp.rows.len());
-        let counts = crate::data::rows_per_group(inp.group_of, ng);
+    pub fn build(input: MlpInput<'_>) -> MlpData {
+        debug_assert_eq!(input.group_of.len(), input.rows.len());
+        let order = RowOrder::new(&input);
+        let y: Vec<f32> = order
+            .src
+            .iter()
+            .map(|&r| input.target[r as usize] as f32)
+            .collect();
+        let stats = GroupStats::new(&input, &order);
+        let x = standardised_rows(&input, &order, &stats);
+        MlpData {
+            d: input.columns.len(),
+            x,
+            y,
+            start: order.start,
+            mean: stats.mean,
+            std: stats.std,
+            src: order.src,
+        }
+    }
+
+    /// Features.
+    pub fn d(&self) -> usize {
+        self.d
+    }
+    /// Rows of group `g`.
+    pub fn rows_of(&self, g: usize) -> usize {
+        self.start[g + 1] - self.start[g]
+    }
+    /// Group `g`'s training mean per feature.
+    pub fn mean(&self, g: usize) -> &[f64] {
+        &self.mean[g * self.d..(g + 1) * self.d]
+    }
+    /// Group `g`'s standard deviation per feature.
+    pub fn std(&self, g: usize) -> &[f64] {
+        &self.std[g * self.d..(g + 1) * self.d]
+    }
+    /// The training-file rows of group `g`, in the order the batch
+    /// permutations index.
+    pub fn source_rows(&self, g: usize) -> &[u32] {
+        &self.src[self.start[g]..self.start[g + 1]]
+    }
+}
+
+/// Where the training rows go in the layout: the fitted groups' rows in file
+/// order, group after group, then (when it is fitted) every row again for
+/// the global pseudo-group.
+struct RowOrder {
+    /// First layout row of each group (`n_groups + 2` entries).
+    start: Vec<usize>,
+    /// The training-file row of each layout row.
+    src: Vec<u32>,
+    /// The layout row of each training row in its own group (`u32::MAX`:
+    /// the group is not fitted); its global row is `start[n_groups] + k`.
+    dest: Vec<u32>,
+}
+
+impl RowOrder {
+    fn new(input: &MlpInput<'_>) -> RowOrder {
+        let ng = input.n_groups;
+        let counts = crate::data::rows_per_group(input.group_of, ng);
         let mut start = vec![0usize; ng + 2];
         for g in 0..=ng {
-            start[g + 1] = start[g] + if inp.fit[g] { counts[g] } else { 0 };
+            start[g + 1] = start[g] + if input.fit[g] { counts[g] } else { 0 };
         }
         let total = start[ng + 1];
         let mut src = vec![0u32; total];
-        // The layout row of each training row in its own group (`u32::MAX`:
-        // the group is not fitted); its global row is `start[ng] + k`.
-        let mut dest = vec![u32::MAX; inp.rows.len()];
+        let mut dest = vec![u32::MAX; input.rows.len()];
         let mut cursor = start[..=ng].to_vec();
-        for (k, &r) in inp.rows.iter().enumerate() {
-            let g = inp.group_of[k] as usize;
-            if inp.fit[g] {
+        for (k, &r) in input.rows.iter().enumerate() {
+            let g = input.group_of[k] as usize;
+            if input.fit[g] {
                 src[cursor[g]] = r;
                 dest[k] = cursor[g] as u32;
                 cursor[g] += 1;
             }
-            if inp.fit[ng] {
+            if input.fit[ng] {
                 src[cursor[ng]] = r;
                 cursor[ng] += 1;
             }
         }
-        let y: Vec<f32> = src.iter().map(|&r| inp.target[r as usize] as f32).collect();
-        let threads = inp.threads.max(1);
-        // Per column (columns spread over threads): each group's mean and
-        // population standard deviation of the imputed values.
-        let column_stats = |j: usize| -> (Vec<f64>, Vec<f64>) {
-            let mut mean = vec![0.0; ng + 1];
-            let mut std = vec![1.0; ng + 1];
-            crate::with_values!(inp.columns[j], |v| {
-                let get = |r: u32| {
-                    let a = v[r as usize] as f64;
-                    if a.is_nan() {
-                        inp.impute[j]
-                    } else {
-                        a
-                    }
-                };
-                for g in 0..=ng {
-                    let part = &src[start[g]..start[g + 1]];
-                    if part.is_empty() {
-                        continue;
-                    }
-                    // One pass of sums shifted by the group's first value
-                    // (no cancellation for data far from 0).
-                    let n = part.len() as f64;
-                    let k = get(part[0]);
-                    let (mut s1, mut s2) = (0.0, 0.0);
-                    for &r in part {
-                        let t = get(r) - k;
-                        s1 += t;
-                        s2 += t * t;
-                    }
-                    let (m1, sd) = if s2.is_finite() {
-                        (s1 / n, (s2 / n - (s1 / n) * (s1 / n)).max(0.0).sqrt())
-                    } else {
-                        // Squares beyond f64 (values past ~1e154): the same
-                        // sums over values scaled by the largest deviation.
-                        let mx = part.iter().fold(0.0f64, |a, &r| a.max((get(r) - k).abs()));
-                        let (mut u1, mut u2) = (0.0, 0.0);
-                        for &r in part {
-                            let t = (get(r) - k) / mx;
-                            u1 += t;
-                            u2 += t * t;
-                        }
-                        let scaled = (u2 / n - (u1 / n) * (u1 / n)).max(0.0);
-                        (mx * (u1 / n), mx * scaled.sqrt())
-                    };
-                    mean[g] = k + m1;
-                    std[g] = if sd > 0.0 { sd } else { 1.0 };
-                }
-            });
-            (mean, std)
-        };
+        RowOrder { start, src, dest }
+    }
+}
+
+/// Each (pseudo-)group's mean and population standard deviation (1 where
+/// it is 0) of every imputed feature, `(n_groups + 1) x d`.
+struct GroupStats {
+    mean: Vec<f64>,
+    std: Vec<f64>,
+}
+
+impl GroupStats {
+    /// The statistics, columns spread over the threads.
+    fn new(input: &MlpInput<'_>, order: &RowOrder) -> GroupStats {
+        let d = input.columns.len();
+        let ng = input.n_groups;
+        let threads = input.threads.max(1);
+        let column_stats = |j: usize| column_stats(input, order, j);
         let per_column: Vec<(Vec<f64>, Vec<f64>)> = if threads == 1 || d < 2 {
             (0..d).map(column_stats).collect()
         } else {
@@ -172,93 +192,132 @@ impl MlpData {
                 std[g * d + j] = sd[g];
             }
         }
-        // Standardised rows, written row-major. The training rows are read
-        // in their order (threads take ranges of them), each column in
-        // turn over a chunk of rows: the table's columns are read
-        // sequentially and a chunk's destination rows (its groups' rows
-        // and, with the global model, its global rows) stay in cache until
-        // every column is written. Reading in layout order instead fetches
-        // a cache line of the table per value when the groups are small.
-        let mut x = crate::data::zeroed_f32_large(total * d);
-        const CHUNK: usize = 1024;
-        let n = inp.rows.len();
-        let out = crate::data::layout::SharedOut(x.as_mut_ptr());
-        let write = |lo: usize, hi: usize| {
-            let out = out;
-            for c0 in (lo..hi).step_by(CHUNK) {
-                let ks = c0..(c0 + CHUNK).min(hi);
-                for j in 0..d {
-                    let fill = inp.impute[j];
-                    let gm = ng * d + j;
-                    crate::with_values!(inp.columns[j], |v| {
-                        for k in ks.clone() {
-                            let a = v[inp.rows[k] as usize] as f64;
-                            let a = if a.is_nan() { fill } else { a };
-                            let p = dest[k];
-                            if p != u32::MAX {
-                                let at = inp.group_of[k] as usize * d + j;
-                                // SAFETY: position `p` (a row of an own
-                                // group) is `k`'s alone, and `p * d + j` is
-                                // within `x` (p < start[ng]).
-                                unsafe {
-                                    *out.0.add(p as usize * d + j) =
-                                        ((a - mean[at]) / std[at]) as f32;
-                                }
-                            }
-                            if inp.fit[ng] {
-                                // SAFETY: global row `start[ng] + k` is
-                                // `k`'s alone and within `x`.
-                                unsafe {
-                                    *out.0.add((start[ng] + k) * d + j) =
-                                        ((a - mean[gm]) / std[gm]) as f32;
-                                }
-                            }
-                        }
-                    });
-                }
+        GroupStats { mean, std }
+    }
+}
+
+/// Column `j`'s mean and standard deviation (1 where it is 0) in each
+/// (pseudo-)group, missing values imputed.
+fn column_stats(input: &MlpInput<'_>, order: &RowOrder, j: usize) -> (Vec<f64>, Vec<f64>) {
+    let ng = input.n_groups;
+    let mut mean = vec![0.0; ng + 1];
+    let mut std = vec![1.0; ng + 1];
+    crate::with_values!(input.columns[j], |v| {
+        let get = |r: u32| {
+            let a = v[r as usize] as f64;
+            if a.is_nan() {
+                input.impute[j]
+            } else {
+                a
             }
         };
-        if d > 0 {
-            let per = n.div_ceil(threads).max(1);
-            std::thread::scope(|sc| {
-                for lo in (0..n).step_by(per) {
-                    let w = &write;
-                    sc.spawn(move || w(lo, (lo + per).min(n)));
-                }
-            });
+        for g in 0..=ng {
+            let part = &order.src[order.start[g]..order.start[g + 1]];
+            if part.is_empty() {
+                continue;
+            }
+            let (m, sd) = mean_and_std(part, get);
+            mean[g] = m;
+            std[g] = if sd > 0.0 { sd } else { 1.0 };
         }
-        MlpData {
-            d,
-            x,
-            y,
-            start,
-            mean,
-            std,
-            src,
-        }
-    }
+    });
+    (mean, std)
+}
 
-    /// Features.
-    pub fn d(&self) -> usize {
-        self.d
+/// Mean and population standard deviation of `get(r)` over the rows `part`
+/// (not empty).
+#[inline]
+fn mean_and_std(part: &[u32], get: impl Fn(u32) -> f64) -> (f64, f64) {
+    // One pass of sums shifted by the group's first value
+    // (no cancellation for data far from 0).
+    let n = part.len() as f64;
+    let k = get(part[0]);
+    let (mut s1, mut s2) = (0.0, 0.0);
+    for &r in part {
+        let t = get(r) - k;
+        s1 += t;
+        s2 += t * t;
     }
-    /// Rows of group `g`.
-    pub fn rows_of(&self, g: usize) -> usize {
-        self.start[g + 1] - self.start[g]
+    let (m1, sd) = if s2.is_finite() {
+        (s1 / n, (s2 / n - (s1 / n) * (s1 / n)).max(0.0).sqrt())
+    } else {
+        // Squares beyond f64 (values past ~1e154): the same
+        // sums over values scaled by the largest deviation.
+        let mx = part.iter().fold(0.0f64, |a, &r| a.max((get(r) - k).abs()));
+        let (mut u1, mut u2) = (0.0, 0.0);
+        for &r in part {
+            let t = (get(r) - k) / mx;
+            u1 += t;
+            u2 += t * t;
+        }
+        let scaled = (u2 / n - (u1 / n) * (u1 / n)).max(0.0);
+        (mx * (u1 / n), mx * scaled.sqrt())
+    };
+    (k + m1, sd)
+}
+
+/// The standardised rows, row-major `f32` in layout order.
+///
+/// The training rows are read in their order (threads take ranges of them),
+/// each column in turn over a chunk of rows: the table's columns are read
+/// sequentially and a chunk's destination rows (its groups' rows and, with
+/// the global model, its global rows) stay in cache until every column is
+/// written. Reading in layout order instead fetches a cache line of the
+/// table per value when the groups are small.
+fn standardised_rows(input: &MlpInput<'_>, order: &RowOrder, stats: &GroupStats) -> Vec<f32> {
+    const CHUNK: usize = 1024;
+    let d = input.columns.len();
+    let ng = input.n_groups;
+    let threads = input.threads.max(1);
+    let (start, dest) = (&order.start, &order.dest);
+    let (mean, std) = (&stats.mean, &stats.std);
+    let mut x = crate::data::zeroed_f32_large(start[ng + 1] * d);
+    let n = input.rows.len();
+    let out = crate::data::layout::SharedOut(x.as_mut_ptr());
+    let write = |lo: usize, hi: usize| {
+        let out = out;
+        for c0 in (lo..hi).step_by(CHUNK) {
+            let ks = c0..(c0 + CHUNK).min(hi);
+            for j in 0..d {
+                let fill = input.impute[j];
+                let gm = ng * d + j;
+                crate::with_values!(input.columns[j], |v| {
+                    for k in ks.clone() {
+                        let a = v[input.rows[k] as usize] as f64;
+                        let a = if a.is_nan() { fill } else { a };
+                        let p = dest[k];
+                        if p != u32::MAX {
+                            let at = input.group_of[k] as usize * d + j;
+                            // SAFETY: position `p` (a row of an own
+                            // group) is `k`'s alone, and `p * d + j` is
+                            // within `x` (p < start[ng]).
+                            unsafe {
+                                *out.0.add(p as usize * d + j) = ((a - mean[at]) / std[at]) as f32;
+                            }
+                        }
+                        if input.fit[ng] {
+                            // SAFETY: global row `start[ng] + k` is
+                            // `k`'s alone and within `x`.
+                            unsafe {
+                                *out.0.add((start[ng] + k) * d + j) =
+                                    ((a - mean[gm]) / std[gm]) as f32;
+                            }
+                        }
+                    }
+                });
+            }
+        }
+    };
+    if d > 0 {
+        let per = n.div_ceil(threads).max(1);
+        std::thread::scope(|sc| {
+            for lo in (0..n).step_by(per) {
+                let w = &write;
+                sc.spawn(move || w(lo, (lo + per).min(n)));
+            }
+        });
     }
-    /// Group `g`'s training mean per feature.
-    pub fn mean(&self, g: usize) -> &[f64] {
-        &self.mean[g * self.d..(g + 1) * self.d]
-    }
-    /// Group `g`'s standard deviation per feature.
-    pub fn std(&self, g: usize) -> &[f64] {
-        &self.std[g * self.d..(g + 1) * self.d]
-    }
-    /// The training-file rows of group `g`, in the order the batch
-    /// permutations index.
-    pub fn source_rows(&self, g: usize) -> &[u32] {
-        &self.src[self.start[g]..self.start[g + 1]]
-    }
+    x
 }
 
 /// Training state of one (group, config) network.
@@ -665,7 +724,6 @@ fn dump_schedule(
         );
     }
 }
-
 
 /// A group's RNG stream id: a stable hash of its key (the global model's
 /// stream is a fixed tag), so it does not depend on which other groups exist.
