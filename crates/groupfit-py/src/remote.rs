@@ -11,15 +11,15 @@ use arrow_schema::{DataType, Field, Schema};
 use groupfit::data::{rows_per_group, training_means};
 use groupfit::data::{Column, ColumnValues};
 use groupfit::error::{GroupfitError, Result};
-use groupfit::remote::{self, Coordinator as Coord, ShardSpec, WorkerSession as Session};
-use groupfit::remote::whole;
 use groupfit::exec::{PassProgress, RunReport};
 use groupfit::family::{Family, FamilyFit, TrainData, UnitFit};
-use groupfit::registry::AnyFamily;
-use groupfit::tune::ParamWords;
 use groupfit::plan::Strategy;
+use groupfit::registry::AnyFamily;
+use groupfit::remote::whole;
+use groupfit::remote::{self, Coordinator as Coord, ShardSpec, WorkerSession as Session};
 use groupfit::store::FittedModel;
 use groupfit::tune::ConfigEntry;
+use groupfit::tune::ParamWords;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
@@ -422,7 +422,11 @@ fn whole_batch(
 
 impl RemoteFamily {
     /// Whole groups per worker (families without a remote partial step).
-    fn fit_whole(&self, data: &TrainData<'_>, configs: &[ConfigEntry]) -> Result<FamilyFit<FittedModel>> {
+    fn fit_whole(
+        &self,
+        data: &TrainData<'_>,
+        configs: &[ConfigEntry],
+    ) -> Result<FamilyFit<FittedModel>> {
         let d = data.columns.len();
         let ng = data.n_groups;
         let overhead = self.inner.model_overhead_rows(configs);
@@ -576,75 +580,10 @@ impl Family for RemoteFamily {
         let mut fit = data.fit.to_vec();
         fit[ng] = true;
         let placement = remote::place(&group_rows, &fit, self.workers, remote::MIN_SHARD_ROWS);
-        let mut shards = Vec::with_capacity(placement.len());
-        for pieces in placement {
-            let spec = ShardSpec {
-                task: data.task,
-                d,
-                configs: configs.clone(),
-                groups: ng + 1,
-                pieces,
-            };
-            let rows = remote::shard_rows(&spec.pieces, &order, &start);
-            let json = serde_json::to_string(&spec).expect("spec serialises");
-            if let Some(src) = data.source {
-                shards.push((spec, json, Shard::File(src, rows)));
-                continue;
-            }
-            let mut fields = vec![Field::new("y", DataType::Float64, false)];
-            let mut cols: Vec<ArrayRef> = vec![Arc::new(Float64Array::from_iter_values(
-                rows.iter().map(|&r| data.target[r as usize]),
-            ))];
-            for (j, c) in data.columns.iter().enumerate() {
-                let a = gather(c, &rows);
-                fields.push(Field::new(format!("f{j}"), a.data_type().clone(), false));
-                cols.push(a);
-            }
-            let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
-                .map_err(|e| GroupfitError::arg(format!("cannot assemble a shard: {e}")))?;
-            shards.push((spec, json, Shard::Batch(batch)));
-        }
-        let result = Python::attach(|py| -> PyResult<(Vec<Vec<u8>>, Vec<u8>, usize, f64)> {
-            let list = PyList::empty(py);
-            for (_, json, shard) in &shards {
-                let item = match shard {
-                    Shard::Batch(batch) => batch.to_pyarrow(py)?,
-                    Shard::File(src, rows) => {
-                        let d = PyDict::new(py);
-                        d.set_item("path", src.path)?;
-                        d.set_item("target", src.target)?;
-                        d.set_item("features", src.features)?;
-                        let bytes: Vec<u8> = rows.iter().flat_map(|r| r.to_le_bytes()).collect();
-                        d.set_item("rows", PyBytes::new(py, &bytes))?;
-                        d.into_any()
-                    }
-                };
-                list.append((json.as_str(), item))?;
-            }
-            let out = self.driver.bind(py).call1((list,))?;
-            let out = out.cast::<PyDict>()?;
-            let get = |k: &str| {
-                out.get_item(k)?
-                    .ok_or_else(|| RunnerError::new_err(format!("driver result lacks '{k}'")))
-            };
-            Ok((
-                get("models")?.extract()?,
-                get("standardisation")?.extract()?,
-                get("passes")?.extract()?,
-                get("passes_s")?.extract()?,
-            ))
-        });
-        let (models, standardisation, passes, passes_s) = result.map_err(|e| self.fail(e))?;
+        let shards = linear_shards(data, &configs, placement, (&order, &start))?;
+        let (models, standardisation, passes, passes_s) = self.run_driver(&shards)?;
         let specs: Vec<ShardSpec> = shards.into_iter().map(|(s, _, _)| s).collect();
-        // Groups whose pieces lie with several workers (the placement is the run's one plan).
-        let mut shared: Vec<usize> = specs
-            .iter()
-            .flat_map(|s| &s.pieces)
-            .filter(|p| p.shared)
-            .map(|p| p.group)
-            .collect();
-        shared.sort_unstable();
-        shared.dedup();
+        let cut_groups = shared_groups(&specs);
         let co = Coord::new(specs)?;
         let parts = models
             .iter()
@@ -680,8 +619,109 @@ impl Family for RemoteFamily {
                 strategy: Strategy::Hybrid,
                 passes,
                 passes_s,
-                cut_groups: shared.len(),
+                cut_groups,
             },
         })
+    }
+}
+
+/// A shard of a linear run as the driver ships it: its spec, the spec as
+/// JSON, and its rows (or where the actor reads them).
+type LinearShard<'a> = (ShardSpec, String, Shard<'a>);
+
+/// One shard per worker of `placement`: the rows of its pieces in
+/// group-sorted order (`sorted`: the order and each group's start in it).
+fn linear_shards<'a>(
+    data: &TrainData<'a>,
+    configs: &[groupfit::linear::LinearConfig],
+    placement: Vec<Vec<remote::Piece>>,
+    sorted: (&[u32], &[usize]),
+) -> Result<Vec<LinearShard<'a>>> {
+    let (order, start) = sorted;
+    let d = data.source.map_or(data.columns.len(), |s| s.features.len());
+    let ng = data.n_groups;
+    let mut shards = Vec::with_capacity(placement.len());
+    for pieces in placement {
+        let spec = ShardSpec {
+            task: data.task,
+            d,
+            configs: configs.to_vec(),
+            groups: ng + 1,
+            pieces,
+        };
+        let rows = remote::shard_rows(&spec.pieces, order, start);
+        let json = serde_json::to_string(&spec).expect("spec serialises");
+        if let Some(src) = data.source {
+            shards.push((spec, json, Shard::File(src, rows)));
+            continue;
+        }
+        let mut fields = vec![Field::new("y", DataType::Float64, false)];
+        let mut cols: Vec<ArrayRef> = vec![Arc::new(Float64Array::from_iter_values(
+            rows.iter().map(|&r| data.target[r as usize]),
+        ))];
+        for (j, c) in data.columns.iter().enumerate() {
+            let a = gather(c, &rows);
+            fields.push(Field::new(format!("f{j}"), a.data_type().clone(), false));
+            cols.push(a);
+        }
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
+            .map_err(|e| GroupfitError::arg(format!("cannot assemble a shard: {e}")))?;
+        shards.push((spec, json, Shard::Batch(batch)));
+    }
+    Ok(shards)
+}
+
+/// Groups whose pieces lie with several workers (the placement is the
+/// run's one plan).
+fn shared_groups(specs: &[ShardSpec]) -> usize {
+    let mut shared: Vec<usize> = specs
+        .iter()
+        .flat_map(|s| &s.pieces)
+        .filter(|p| p.shared)
+        .map(|p| p.group)
+        .collect();
+    shared.sort_unstable();
+    shared.dedup();
+    shared.len()
+}
+
+impl RemoteFamily {
+    /// Hands the shards to the Python driver; returns each worker's models,
+    /// the standardisation, the passes and the seconds inside them.
+    fn run_driver(
+        &self,
+        shards: &[LinearShard<'_>],
+    ) -> Result<(Vec<Vec<u8>>, Vec<u8>, usize, f64)> {
+        let result = Python::attach(|py| -> PyResult<(Vec<Vec<u8>>, Vec<u8>, usize, f64)> {
+            let list = PyList::empty(py);
+            for (_, json, shard) in shards {
+                let item = match shard {
+                    Shard::Batch(batch) => batch.to_pyarrow(py)?,
+                    Shard::File(src, rows) => {
+                        let d = PyDict::new(py);
+                        d.set_item("path", src.path)?;
+                        d.set_item("target", src.target)?;
+                        d.set_item("features", src.features)?;
+                        let bytes: Vec<u8> = rows.iter().flat_map(|r| r.to_le_bytes()).collect();
+                        d.set_item("rows", PyBytes::new(py, &bytes))?;
+                        d.into_any()
+                    }
+                };
+                list.append((json.as_str(), item))?;
+            }
+            let out = self.driver.bind(py).call1((list,))?;
+            let out = out.cast::<PyDict>()?;
+            let get = |k: &str| {
+                out.get_item(k)?
+                    .ok_or_else(|| RunnerError::new_err(format!("driver result lacks '{k}'")))
+            };
+            Ok((
+                get("models")?.extract()?,
+                get("standardisation")?.extract()?,
+                get("passes")?.extract()?,
+                get("passes_s")?.extract()?,
+            ))
+        });
+        result.map_err(|e| self.fail(e))
     }
 }

@@ -95,6 +95,9 @@ mod tests {
             assert_eq!(family(name).unwrap().name(), *name);
         }
         let e = family("forest").err().unwrap().to_string();
-        assert!(e.contains("unknown model 'forest'") && e.contains("linear, gbdt, mlp"), "{e}");
+        assert!(
+            e.contains("unknown model 'forest'") && e.contains("linear, gbdt, mlp"),
+            "{e}"
+        );
     }
 }

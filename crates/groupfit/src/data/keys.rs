@@ -88,7 +88,6 @@ impl GroupEncoder {
         &self.keys
     }
 
-
     fn insert(&mut self, key: GroupKey) -> u32 {
         let mut local = Vec::with_capacity(self.n_cols);
         for (c, part) in key.iter().enumerate() {

@@ -145,7 +145,10 @@ pub(crate) fn group_loads(
 
 /// Per group, the most steps any of its active units still needs
 /// ([`PartialStep::steps_left`]; 1 for a group without active units).
-pub(crate) fn steps_counts<F: PartialStep>(family: &F, groups: &[RwLock<Vec<F::Unit>>]) -> Vec<usize> {
+pub(crate) fn steps_counts<F: PartialStep>(
+    family: &F,
+    groups: &[RwLock<Vec<F::Unit>>],
+) -> Vec<usize> {
     groups
         .iter()
         .enumerate()
@@ -173,7 +176,10 @@ pub(crate) fn heavy_counts<F: PartialStep>(family: &F, rows: &[Range<usize>]) ->
 }
 
 /// Active units per group.
-pub(crate) fn active_counts<F: PartialStep>(family: &F, groups: &[RwLock<Vec<F::Unit>>]) -> Vec<usize> {
+pub(crate) fn active_counts<F: PartialStep>(
+    family: &F,
+    groups: &[RwLock<Vec<F::Unit>>],
+) -> Vec<usize> {
     groups.iter().map(|g| count_active(family, g)).collect()
 }
 
@@ -188,7 +194,10 @@ pub(crate) fn count_active<F: PartialStep>(family: &F, group: &RwLock<Vec<F::Uni
 }
 
 /// The active units of one group, with their config indices.
-pub(crate) fn active_units<'u, F: PartialStep>(family: &F, units: &'u [F::Unit]) -> Vec<(usize, &'u F::Unit)> {
+pub(crate) fn active_units<'u, F: PartialStep>(
+    family: &F,
+    units: &'u [F::Unit],
+) -> Vec<(usize, &'u F::Unit)> {
     units
         .iter()
         .enumerate()

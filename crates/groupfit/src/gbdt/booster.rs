@@ -15,10 +15,10 @@
 
 use super::binning::BinMapper;
 use super::histogram::{build_range, build_rows, subtract, BinnedGroup};
+use super::model::GbdtModel;
+use super::params::GbdtConfig;
 use super::split::{best_split, totals, Rules, Split, Sums};
 use super::tree::{BinTree, Tree};
-use super::params::GbdtConfig;
-use super::model::GbdtModel;
 use crate::data::Task;
 use crate::math::sigmoid;
 

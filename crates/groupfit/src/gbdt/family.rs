@@ -1,8 +1,8 @@
 //! The gbdt family behind the [`Family`] interface: the grid's configs, the
 //! cost of a booster for whole-group placement, and the grouped fit.
 
-use super::params::{GbdtConfig, GbdtParams};
 use super::model::GbdtModel;
+use super::params::{GbdtConfig, GbdtParams};
 use crate::error::Result;
 use crate::exec::{Explain, PassProgress};
 use crate::family::{Family, FamilyFit, TrainData, UnitFit};
@@ -93,9 +93,12 @@ mod tests {
     #[test]
     fn trees_weigh_num_leaves_times_max_bin_per_model() {
         let grid = |specs: &[&str]| {
-            Grid::parse(&specs.iter().map(|s| s.to_string()).collect::<Vec<_>>(), &NoWords)
-                .unwrap()
-                .points()
+            Grid::parse(
+                &specs.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                &NoWords,
+            )
+            .unwrap()
+            .points()
         };
         // The mean over the grid: (15 + 31) / 2 * 255.
         let trees = grid(&["num_leaves=15,31"]);

@@ -129,7 +129,6 @@ impl Tree {
     pub fn predict(&self, x: &[f64]) -> f64 {
         self.leaf_value[self.leaf(x)]
     }
-
 }
 
 /// A tree being grown, in bin space (`bin <= split_bin` goes left).

@@ -2,8 +2,8 @@
 //! the layout, and the grouped Newton fit.
 
 use super::grouped::{explain_grouped, fit_grouped};
-use super::params::{LinearConfig, LinearParams};
 use super::model::LinearModel;
+use super::params::{LinearConfig, LinearParams};
 use crate::data::layout::{GroupedMatrix, LayoutInput};
 use crate::error::Result;
 use crate::exec::{Explain, PassProgress};

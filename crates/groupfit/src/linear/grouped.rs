@@ -4,9 +4,9 @@
 use std::ops::Range;
 
 use super::kernel::UnitRef;
-use super::solver::{self, Scratch, Status, UnitState};
-use super::params::LinearConfig;
 use super::model::LinearModel;
+use super::params::LinearConfig;
+use super::solver::{self, Scratch, Status, UnitState};
 use crate::data::layout::GroupedMatrix;
 use crate::data::Task;
 use crate::exec::{explain, run_passes, Explain, PartialStep, PassProgress, RunReport};

@@ -99,7 +99,9 @@ pub fn accumulate_blocks<'a>(
             return unsafe { accumulate_avx512(task, hessian_stride, blocks, units, out, s) }
         }
         // SAFETY: as above.
-        Level::Avx2 => return unsafe { accumulate_avx2(task, hessian_stride, blocks, units, out, s) },
+        Level::Avx2 => {
+            return unsafe { accumulate_avx2(task, hessian_stride, blocks, units, out, s) }
+        }
         Level::Scalar => {}
     }
     accumulate_impl(task, hessian_stride, blocks, units, out, s, false)
@@ -732,7 +734,6 @@ unsafe fn syrk_avx2(bt: &[f32], pp: usize, mp: usize, hc: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
 
     /// A feature-major block of `m` rows (`x[i][j]` given row-major), padded.
     fn block_of(x: &[f32], d: usize, m: usize) -> (Vec<f32>, usize, usize) {

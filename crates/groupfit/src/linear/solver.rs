@@ -245,7 +245,6 @@ pub fn accumulate<'a>(
     accumulate_blocks(task, hessian_stride, &mut blocks, units, out, &mut s.block);
 }
 
-
 /// The update: given the unit's statistics over all of its rows at `u.w`,
 /// adds the penalty (`penalty[j]` on `w[j]`, none on the intercept), checks the
 /// line search, checks convergence and sets `u.w` to the next point to evaluate.

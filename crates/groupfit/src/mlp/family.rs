@@ -2,8 +2,8 @@
 //! word-valued parameters, the layout, and the grouped fit.
 
 use super::grouped::{fit_grouped, group_stream, FitOptions, MlpData, MlpInput, MlpPass};
-use super::params::{display_param, encode_param, word_form, MlpConfig, MlpParams};
 use super::model::MlpModel;
+use super::params::{display_param, encode_param, word_form, MlpConfig, MlpParams};
 use crate::error::{GroupfitError, Result};
 use crate::exec::{explain, Explain, PassProgress};
 use crate::family::{Family, FamilyFit, TrainData, UnitFit};
@@ -78,21 +78,12 @@ impl Family for Mlp {
         configs(points).map(|_| ())
     }
 
-    fn explain(
-        &self,
-        data: &TrainData<'_>,
-        points: &[ConfigEntry],
-    ) -> Result<Explain> {
+    fn explain(&self, data: &TrainData<'_>, points: &[ConfigEntry]) -> Result<Explain> {
         let configs = configs(points)?;
         let (_, layout, streams) = prepare(data);
         let family = MlpPass::new(&layout, data.task, &configs, &streams, data.seed);
         let units = family.initial_units(data.fit, data.threads);
-        Ok(explain(
-            &family,
-            units,
-            &family.slot_ranges(),
-            data.threads,
-        ))
+        Ok(explain(&family, units, &family.slot_ranges(), data.threads))
     }
 
     fn fit(

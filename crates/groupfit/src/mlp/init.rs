@@ -3,7 +3,6 @@
 
 use super::params::param_count;
 
-
 /// SplitMix64: the seeded generator behind initial weights and batch order.
 #[derive(Debug, Clone)]
 pub struct Rng(u64);

@@ -34,6 +34,6 @@ pub use family::{configs, Mlp, MlpWords};
 pub use init::{epoch_permutation, init_params, stable_hash, Rng};
 pub use model::{Dense, MlpModel};
 pub use params::{
-    decode_layers, display_param, encode_param, word_form, MlpConfig, MlpParams, Optimizer, MAX_LAYERS,
-    PARAM_NAMES,
+    decode_layers, display_param, encode_param, word_form, MlpConfig, MlpParams, Optimizer,
+    MAX_LAYERS, PARAM_NAMES,
 };

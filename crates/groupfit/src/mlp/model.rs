@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::data::Task;
 use super::params::{layer_offsets, param_count};
+use crate::data::Task;
 
 /// One dense layer: `out = in · w + b`, `w` row-major `n_in × n_out`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -220,7 +220,6 @@ impl MlpModel {
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -473,7 +473,6 @@ impl Plan {
         pieces
     }
 
-
     /// Whether no stage gives work to more than one worker (e.g. one group
     /// left, as in the last mini-batch steps of an MLP run): such a pass runs
     /// on the calling thread alone, with no barriers.

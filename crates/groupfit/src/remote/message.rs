@@ -70,7 +70,9 @@ mod tests {
     #[test]
     fn partials_parse_into_groups_units_and_statistics() {
         // group 2, units 0 and 3, stats of length 2 each; then group 5, unit 1.
-        let m = [2.0, 2.0, 0.0, 3.0, 1.0, 2.0, 3.0, 4.0, 5.0, 1.0, 1.0, 6.0, 7.0];
+        let m = [
+            2.0, 2.0, 0.0, 3.0, 1.0, 2.0, 3.0, 4.0, 5.0, 1.0, 1.0, 6.0, 7.0,
+        ];
         let parts = parse_partials(&m, 2).unwrap();
         assert_eq!(parts.len(), 2);
         assert_eq!(

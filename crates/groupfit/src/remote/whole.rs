@@ -21,9 +21,9 @@ use crate::data::keys::GroupKey;
 use crate::data::{Column, Task};
 use crate::error::{GroupfitError, Result};
 use crate::family::{TrainData, UnitFit, ValidData};
+use crate::plan::Strategy;
 use crate::registry::family;
 use crate::store::FittedModel;
-use crate::plan::Strategy;
 use crate::tune::ConfigEntry;
 
 /// What one worker fits.

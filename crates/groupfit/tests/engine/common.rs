@@ -279,7 +279,6 @@ pub fn assert_bundles_close(a: &ModelBundle, b: &ModelBundle, rel: f64, what: &s
     );
 }
 
-
 pub fn predictions(bundle: &ModelBundle, data: &Path) -> (Vec<f64>, Vec<String>) {
     let (batch, _) = predict_batch(bundle, data, true).unwrap();
     let p = batch

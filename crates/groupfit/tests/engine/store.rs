@@ -18,7 +18,6 @@ use crate::common::*;
 // model file round trip and damage
 // ---------------------------------------------------------------------------
 
-
 /// A trained binary bundle (own-model, fallback groups), the same bundle
 /// saved and loaded again, and rows of every route to predict.
 struct RoundTrip {
