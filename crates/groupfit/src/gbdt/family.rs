@@ -6,7 +6,7 @@ use super::params::{GbdtConfig, GbdtParams};
 use crate::error::Result;
 use crate::exec::{Explain, PassProgress};
 use crate::family::{Family, FamilyFit, TrainData, UnitFit};
-use crate::tune::ConfigEntry;
+use crate::tune::{Builder, ConfigEntry};
 
 /// Histogram gradient-boosted trees (LightGBM's parameters and defaults);
 /// missing values are handled natively, so there is no imputation.
@@ -14,16 +14,12 @@ pub struct Gbdt;
 
 /// The gbdt family's checked configuration of every grid point.
 pub fn configs(points: &[ConfigEntry]) -> Result<Vec<GbdtConfig>> {
-    points
-        .iter()
-        .map(|p| {
-            let mut b = GbdtParams::new();
-            for (name, &v) in &p.params {
-                b = b.set(name, v)?;
-            }
-            b.check()
-        })
-        .collect()
+    Builder {
+        new: GbdtParams::new,
+        set: GbdtParams::set,
+        check: GbdtParams::check,
+    }
+    .configs(points)
 }
 
 impl Family for Gbdt {

@@ -134,9 +134,12 @@ pub fn subtract(parent: &mut [f64], child: &[f64]) {
 }
 
 crate::math::simd::simd_copy!(
-    /// [`subtract_impl`] compiled for AVX-512 (eight lanes where the baseline
-    /// target has two).
-    Avx512 fn subtract_avx512(parent: &mut [f64], child: &[f64]) => subtract_impl(parent, child)
+    [
+        /// [`subtract_impl`] compiled for AVX-512 (eight lanes where the
+        /// baseline target has two).
+        Avx512 subtract_avx512 => subtract_impl(parent, child),
+    ]
+    fn(parent: &mut [f64], child: &[f64])
 );
 
 #[inline(always)]

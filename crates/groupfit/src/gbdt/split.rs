@@ -183,27 +183,23 @@ enum Listing {
 }
 
 simd_copy!(
-    /// [`best_split_impl`] for AVX2 (SSE4.1's rounding instruction for
-    /// `floor`, which is a libm call on the baseline target, and wider
-    /// registers).
-    Avx2 fn best_split_avx2(
+    [
+        /// [`best_split_impl`] for AVX2 (SSE4.1's rounding instruction for
+        /// `floor`, which is a libm call on the baseline target, and wider
+        /// registers).
+        Avx2 best_split_avx2 => best_split_impl(hist, data, features, total, rules, Listing::Avx2),
+        /// [`best_split_impl`] for AVX-512, with VBMI2's byte compress for
+        /// [`nonzero_bins`].
+        Avx512Vbmi2 best_split_avx512 =>
+            best_split_impl(hist, data, features, total, rules, Listing::Avx512),
+    ]
+    fn(
         hist: &[f64],
         data: &BinnedGroup<'_>,
         features: &[usize],
         total: Sums,
         rules: &Rules,
-    ) -> Option<Split> => best_split_impl(hist, data, features, total, rules, Listing::Avx2)
-);
-simd_copy!(
-    /// [`best_split_impl`] for AVX-512, with VBMI2's byte compress for
-    /// [`nonzero_bins`].
-    Avx512Vbmi2 fn best_split_avx512(
-        hist: &[f64],
-        data: &BinnedGroup<'_>,
-        features: &[usize],
-        total: Sums,
-        rules: &Rules,
-    ) -> Option<Split> => best_split_impl(hist, data, features, total, rules, Listing::Avx512)
+    ) -> Option<Split>
 );
 
 /// Running sums of gradient, hessian and estimated rows of one feature's

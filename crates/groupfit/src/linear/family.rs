@@ -8,23 +8,19 @@ use crate::data::layout::{GroupedMatrix, LayoutInput};
 use crate::error::Result;
 use crate::exec::{Explain, PassProgress};
 use crate::family::{Family, FamilyFit, TrainData, UnitFit};
-use crate::tune::ConfigEntry;
+use crate::tune::{Builder, ConfigEntry};
 
 /// Regularised linear and logistic regression (sklearn's objective).
 pub struct Linear;
 
 /// The linear family's checked configuration of every grid point.
 pub fn configs(points: &[ConfigEntry]) -> Result<Vec<LinearConfig>> {
-    points
-        .iter()
-        .map(|p| {
-            let mut b = LinearParams::new();
-            for (name, &v) in &p.params {
-                b = b.set(name, v)?;
-            }
-            b.check()
-        })
-        .collect()
+    Builder {
+        new: LinearParams::new,
+        set: LinearParams::set,
+        check: LinearParams::check,
+    }
+    .configs(points)
 }
 
 /// The linear family's layout: group-sorted, standardised, with the global

@@ -107,22 +107,20 @@ pub fn accumulate_blocks<'a>(
     accumulate_impl(task, hessian_stride, blocks, units, out, s, false)
 }
 
-simd_copy!(Avx512 fn accumulate_avx512<'a>(
-    task: Task,
-    hessian_stride: usize,
-    blocks: &mut dyn Iterator<Item = Block<'a>>,
-    units: &[UnitRef<'_>],
-    out: &mut [f64],
-    s: &mut BlockScratch,
-) => accumulate_impl(task, hessian_stride, blocks, units, out, s, true));
-simd_copy!(Avx2 fn accumulate_avx2<'a>(
-    task: Task,
-    hessian_stride: usize,
-    blocks: &mut dyn Iterator<Item = Block<'a>>,
-    units: &[UnitRef<'_>],
-    out: &mut [f64],
-    s: &mut BlockScratch,
-) => accumulate_impl(task, hessian_stride, blocks, units, out, s, false));
+simd_copy!(
+    [
+        Avx512 accumulate_avx512 => accumulate_impl(task, hessian_stride, blocks, units, out, s, true),
+        Avx2 accumulate_avx2 => accumulate_impl(task, hessian_stride, blocks, units, out, s, false),
+    ]
+    fn<'a>(
+        task: Task,
+        hessian_stride: usize,
+        blocks: &mut dyn Iterator<Item = Block<'a>>,
+        units: &[UnitRef<'_>],
+        out: &mut [f64],
+        s: &mut BlockScratch,
+    )
+);
 
 /// Sum of a slice whose length is a multiple of 8, in 8 lanes (vectorisable).
 #[inline(always)]

@@ -89,10 +89,13 @@ pub(super) fn newton_batch(used: usize, src: &[&[f64]; BATCH], b: &mut BatchScra
     newton_batch_impl::<false>(used, src, b)
 }
 
-simd_copy!(Avx2 fn newton_batch_avx2(used: usize, src: &[&[f64]; BATCH], b: &mut BatchScratch)
-    => newton_batch_impl::<false>(used, src, b));
-simd_copy!(Avx512 fn newton_batch_avx512(used: usize, src: &[&[f64]; BATCH], b: &mut BatchScratch)
-    => newton_batch_impl::<true>(used, src, b));
+simd_copy!(
+    [
+        Avx2 newton_batch_avx2 => newton_batch_impl::<false>(used, src, b),
+        Avx512 newton_batch_avx512 => newton_batch_impl::<true>(used, src, b),
+    ]
+    fn(used: usize, src: &[&[f64]; BATCH], b: &mut BatchScratch)
+);
 
 /// The solve of [`newton_batch`]; `WIDE`: the AVX-512 factorisation and
 /// solve (see [`factor_and_solve`]).

@@ -48,34 +48,47 @@ fn detect() -> Level {
     Level::Scalar
 }
 
-/// Compiles a copy of a kernel for one [`Level`]:
+/// Compiles copies of a kernel, one per [`Level`]:
 ///
 /// ```ignore
-/// simd_copy!(Avx512 fn sum_avx512(v: &[f64]) -> f64 => sum_impl(v));
+/// simd_copy!(
+///     [Avx512 sum_avx512 => sum_impl(v, true), Avx2 sum_avx2 => sum_impl(v, false)]
+///     fn(v: &[f64]) -> f64
+/// );
 /// ```
 ///
-/// defines `unsafe fn sum_avx512` with the level's target features, whose
-/// body is the expression after `=>` (usually a call of an
-/// `#[inline(always)]` function, which is then compiled for those
-/// features). Call it only when [`level`] is at least that level.
+/// defines `unsafe fn sum_avx512` and `unsafe fn sum_avx2` with that
+/// signature and their level's target features, each body the expression
+/// after its `=>` (usually a call of an `#[inline(always)]` function, which
+/// is then compiled for those features). Call a copy only when [`level`] is
+/// at least its level.
 macro_rules! simd_copy {
-    ($(#[$m:meta])* Avx2 $($rest:tt)*) => {
-        $crate::math::simd::simd_copy!(@emit "avx2,fma,sse4.1", $(#[$m])* $($rest)*);
+    ([$($copies:tt)*] fn $($signature:tt)*) => {
+        $crate::math::simd::simd_copy!(@each [$($signature)*] $($copies)*);
     };
-    ($(#[$m:meta])* Avx512 $($rest:tt)*) => {
+    (@each [$($signature:tt)*]) => {};
+    (@each [$($signature:tt)*] $(#[$m:meta])* $level:ident $name:ident => $body:expr
+        $(, $($rest:tt)*)?) => {
+        $crate::math::simd::simd_copy!(@level $level, $(#[$m])* $name $($signature)* => $body);
+        $crate::math::simd::simd_copy!(@each [$($signature)*] $($($rest)*)?);
+    };
+    (@level Avx2, $($copy:tt)*) => {
+        $crate::math::simd::simd_copy!(@emit "avx2,fma,sse4.1", $($copy)*);
+    };
+    (@level Avx512, $($copy:tt)*) => {
         $crate::math::simd::simd_copy!(
             @emit "avx2,fma,sse4.1,avx512f,avx512bw,avx512vl,avx512dq",
-            $(#[$m])* $($rest)*
+            $($copy)*
         );
     };
-    ($(#[$m:meta])* Avx512Vbmi2 $($rest:tt)*) => {
+    (@level Avx512Vbmi2, $($copy:tt)*) => {
         $crate::math::simd::simd_copy!(
             @emit "avx2,fma,sse4.1,avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi2,bmi2,popcnt",
-            $(#[$m])* $($rest)*
+            $($copy)*
         );
     };
     (@emit $features:literal, $(#[$m:meta])*
-        fn $name:ident $(<$($lt:lifetime),*>)? ($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)?
+        $name:ident $(<$($lt:lifetime),*>)? ($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)?
         => $body:expr) => {
         $(#[$m])*
         #[cfg(target_arch = "x86_64")]

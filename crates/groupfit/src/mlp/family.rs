@@ -7,7 +7,7 @@ use super::params::{display_param, encode_param, word_form, MlpConfig, MlpParams
 use crate::error::{GroupfitError, Result};
 use crate::exec::{explain, Explain, PassProgress};
 use crate::family::{Family, FamilyFit, TrainData, UnitFit};
-use crate::tune::{ConfigEntry, ParamWords};
+use crate::tune::{Builder, ConfigEntry, ParamWords};
 
 /// The MLP family behind `--model mlp`.
 pub struct Mlp;
@@ -29,16 +29,12 @@ impl ParamWords for MlpWords {
 
 /// The MLP family's checked configuration of every grid point.
 pub fn configs(points: &[ConfigEntry]) -> Result<Vec<MlpConfig>> {
-    points
-        .iter()
-        .map(|p| {
-            let mut b = MlpParams::new();
-            for (name, &v) in &p.params {
-                b = b.set(name, v)?;
-            }
-            b.check()
-        })
-        .collect()
+    Builder {
+        new: MlpParams::new,
+        set: MlpParams::set,
+        check: MlpParams::check,
+    }
+    .configs(points)
 }
 
 /// Imputation values, the layout and every group's RNG stream.

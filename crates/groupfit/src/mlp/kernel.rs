@@ -183,30 +183,23 @@ pub fn batch_gradients<'n>(
     gradients(task, d, rows, total, n_nets, net, out, stride, s)
 }
 
-simd_copy!(Avx512 fn gradients_avx512<'n>(
-    task: Task,
-    d: usize,
-    rows: usize,
-    total: usize,
-    n_nets: usize,
-    net: &dyn Fn(usize) -> (Net<'n>, usize),
-    out: &mut [f64],
-    stride: usize,
-    s: &mut StepScratch,
-)
-    => gradients(task, d, rows, total, n_nets, net, out, stride, s));
-simd_copy!(Avx2 fn gradients_avx2<'n>(
-    task: Task,
-    d: usize,
-    rows: usize,
-    total: usize,
-    n_nets: usize,
-    net: &dyn Fn(usize) -> (Net<'n>, usize),
-    out: &mut [f64],
-    stride: usize,
-    s: &mut StepScratch,
-)
-    => gradients(task, d, rows, total, n_nets, net, out, stride, s));
+simd_copy!(
+    [
+        Avx512 gradients_avx512 => gradients(task, d, rows, total, n_nets, net, out, stride, s),
+        Avx2 gradients_avx2 => gradients(task, d, rows, total, n_nets, net, out, stride, s),
+    ]
+    fn<'n>(
+        task: Task,
+        d: usize,
+        rows: usize,
+        total: usize,
+        n_nets: usize,
+        net: &dyn Fn(usize) -> (Net<'n>, usize),
+        out: &mut [f64],
+        stride: usize,
+        s: &mut StepScratch,
+    )
+);
 
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
@@ -530,14 +523,17 @@ pub fn optimizer_step(
     step(optimizer, lr, weight_decay, params, grad, st)
 }
 
-simd_copy!(Avx512 fn step_avx512(
-    optimizer: Optimizer,
-    lr: f64,
-    weight_decay: f64,
-    params: &mut [f32],
-    grad: &[f64],
-    st: &mut OptState,
-) => step(optimizer, lr, weight_decay, params, grad, st));
+simd_copy!(
+    [Avx512 step_avx512 => step(optimizer, lr, weight_decay, params, grad, st)]
+    fn(
+        optimizer: Optimizer,
+        lr: f64,
+        weight_decay: f64,
+        params: &mut [f32],
+        grad: &[f64],
+        st: &mut OptState,
+    )
+);
 
 #[inline(always)]
 fn step(

@@ -136,6 +136,33 @@ impl Grid {
     }
 }
 
+/// How a family turns grid points into checked configs: a fresh builder,
+/// its `--param` setter and its check.
+pub struct Builder<P, C> {
+    /// A builder with the defaults.
+    pub new: fn() -> P,
+    /// Sets one parameter by its `--param` name.
+    pub set: fn(P, &str, f64) -> Result<P>,
+    /// Checks the builder once into a config.
+    pub check: fn(P) -> Result<C>,
+}
+
+impl<P, C> Builder<P, C> {
+    /// The checked config of every grid point.
+    pub fn configs(&self, points: &[ConfigEntry]) -> Result<Vec<C>> {
+        points
+            .iter()
+            .map(|p| {
+                let mut b = (self.new)();
+                for (name, &v) in &p.params {
+                    b = (self.set)(b, name, v)?;
+                }
+                (self.check)(b)
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
