@@ -458,7 +458,7 @@ impl RemoteFamily {
                 .valid
                 .idx
                 .iter()
-                .zip(data.valid.gid)
+                .zip(data.valid.groups)
                 .filter_map(|(&r, &g)| match g.map(|g| local[g as usize]) {
                     Some(u32::MAX) | None if global => Some((r, g.map(|_| other))),
                     Some(u32::MAX) | None => None,

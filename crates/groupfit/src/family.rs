@@ -24,9 +24,9 @@ pub struct ValidData<'a> {
     /// Target values.
     pub target: &'a [f64],
     /// Validation rows (indices into `columns` and `target`).
-    pub idx: &'a [u32],
+    pub rows: &'a [u32],
     /// Dense group of each validation row.
-    pub gid: &'a [Option<u32>],
+    pub groups: &'a [Option<u32>],
 }
 
 /// Where a family that reads the training features itself finds them (see

@@ -118,10 +118,10 @@ struct BinScratch {
 impl LayoutRows {
     fn new(input: &TrainData<'_>) -> LayoutRows {
         let ng = input.n_groups;
-        // Positions in `input.rows` (`input.valid.idx`) sorted by group.
+        // Positions in `input.rows` (`input.valid.rows`) sorted by group.
         let (train_order, train_starts) = bucket(input.group_of.iter().map(|&g| g as usize), ng);
         let (valid_order, valid_group_starts) = bucket(
-            input.valid.gid.iter().map(|g| g.map_or(ng, |g| g as usize)),
+            input.valid.groups.iter().map(|g| g.map_or(ng, |g| g as usize)),
             ng + 1,
         );
         let mut rows: Vec<u32> = Vec::new();
@@ -132,7 +132,7 @@ impl LayoutRows {
             if input.fit[g] {
                 if g == ng {
                     rows.extend_from_slice(input.rows);
-                    valid_rows.extend_from_slice(input.valid.idx);
+                    valid_rows.extend_from_slice(input.valid.rows);
                 } else {
                     rows.extend(
                         train_order[train_starts[g]..train_starts[g + 1]]
@@ -142,7 +142,7 @@ impl LayoutRows {
                     valid_rows.extend(
                         valid_order[valid_group_starts[g]..valid_group_starts[g + 1]]
                             .iter()
-                            .map(|&p| input.valid.idx[p as usize]),
+                            .map(|&p| input.valid.rows[p as usize]),
                     );
                 }
             }

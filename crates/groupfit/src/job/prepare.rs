@@ -142,8 +142,8 @@ impl Prepared<'_> {
         ValidData {
             columns,
             target,
-            idx: &self.validation.rows,
-            gid: &self.validation.groups,
+            rows: &self.validation.rows,
+            groups: &self.validation.groups,
         }
     }
 }

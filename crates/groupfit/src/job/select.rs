@@ -67,9 +67,9 @@ impl ValidMatrix {
     fn build(prepared: &Prepared, impute: &[f64]) -> Self {
         let valid = prepared.valid_data();
         let n_groups = prepared.n_groups();
-        let key = |i: usize| valid.gid[i].map_or(n_groups, |g| g as usize);
-        let (order, start) = bucket((0..valid.idx.len()).map(key), n_groups + 1);
-        let rows: Vec<u32> = order.iter().map(|&i| valid.idx[i as usize]).collect();
+        let key = |i: usize| valid.groups[i].map_or(n_groups, |g| g as usize);
+        let (order, start) = bucket((0..valid.rows.len()).map(key), n_groups + 1);
+        let rows: Vec<u32> = order.iter().map(|&i| valid.rows[i as usize]).collect();
         ValidMatrix {
             task: prepared.split.task,
             columns: imputed_columns(valid.columns, &rows, impute, prepared.threads),

@@ -143,7 +143,7 @@ pub fn fit_whole(
     fit.push(false);
     fit.push(spec.global);
     let rows: Vec<u32> = (0..n as u32).collect();
-    let vidx: Vec<u32> = (0..valid.target.len() as u32).collect();
+    let valid_rows: Vec<u32> = (0..valid.target.len() as u32).collect();
     let data = TrainData {
         task: spec.task,
         columns: train.columns,
@@ -158,8 +158,8 @@ pub fn fit_whole(
         valid: ValidData {
             columns: valid.columns,
             target: valid.target,
-            idx: &vidx,
-            gid: valid.group,
+            rows: &valid_rows,
+            groups: valid.group,
         },
         strategy: Strategy::Auto,
         threads: threads.max(1),
