@@ -4,7 +4,7 @@ Imported only when ``runner="ray"`` runs (it imports ``ray``).
 
 The engine prepares the data (reading, group encoding, the split, fallbacks)
 as for the native runner, then calls :class:`_Driver` with one shard per
-worker, placed by ``exec::remote::place`` (small groups whole on one worker,
+worker, placed by ``remote::place`` (small groups whole on one worker,
 large groups and the global model's rows cut into one block-aligned piece per
 worker). The driver:
 

@@ -43,7 +43,7 @@ pub trait PartialStep: Sync {
     /// Of the rows `rows` of `group`, how many cost more than the others to
     /// scan: the linear family sums the Hessian over a fixed sample of a
     /// large group's blocks (every block of a small group), the gradient over
-    /// every row. The planner prices them with [`CostModel::heavy_unit_ns`].
+    /// every row. The planner prices them with [`crate::plan::CostModel::heavy_unit_ns`].
     /// 0 (the default): every row costs the same.
     fn heavy_rows(&self, _group: usize, _rows: Range<usize>) -> usize {
         0
@@ -81,7 +81,7 @@ pub trait PartialStep: Sync {
     /// on a small group's few rows), runs the next whole pass of the active
     /// units among `units` (all of `group`'s units; `rows` all of its rows)
     /// and returns its seconds. The planner times three groups of different
-    /// sizes this way and prices rows by group size ([`CostModel::by_size`]). The pass is real progress, not repeated:
+    /// sizes this way and prices rows by group size ([`crate::plan::CostModel::by_size`]). The pass is real progress, not repeated:
     /// the units end where the pass driver's next pass would take them.
     /// `None` (the default): a row costs the same in every group.
     fn time_whole_pass(

@@ -2,7 +2,7 @@
 //!
 //! [`level`] is the widest SIMD level the CPU has, detected once. A kernel
 //! writes its body once as an `#[inline(always)]` function and lets
-//! [`simd_copy!`](crate::math::simd::simd_copy) compile a copy of it per
+//! `simd_copy!` compile a copy of it per
 //! level; its entry point matches on [`level`] and calls the copy. Rust
 //! never fuses a multiply and an add on its own, so every copy computes the
 //! baseline's results bit for bit: only the vector width changes.

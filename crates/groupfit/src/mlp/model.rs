@@ -14,7 +14,7 @@ pub struct Dense {
     pub n_out: usize,
     /// Weights, `w[i * n_out + o]` (the transpose of PyTorch's `weight`).
     /// In the model file: little-endian bytes in its binary section
-    /// ([`crate::store::floats`]).
+    /// ([`crate::codec`]).
     #[serde(with = "crate::codec")]
     pub w: Vec<f32>,
     /// Biases (stored as `w` is).

@@ -122,7 +122,7 @@ pub fn place(
 /// Training rows in group-sorted order (a stable counting sort of `rows` by
 /// `group_of`), with each group's start: `order[start[g]..start[g + 1]]` are
 /// group `g`'s rows in input order, and the whole of `order` is the global
-/// pseudo-group's row order, as in [`GroupedMatrix`].
+/// pseudo-group's row order, as in [`crate::data::layout::GroupedMatrix`].
 pub fn group_sorted(rows: &[u32], group_of: &[u32], n_groups: usize) -> (Vec<u32>, Vec<usize>) {
     let (pos, start) = crate::data::bucket(group_of.iter().map(|&g| g as usize), n_groups);
     (pos.iter().map(|&i| rows[i as usize]).collect(), start)

@@ -72,7 +72,7 @@ pub struct WholeFit {
     pub passes: usize,
     /// Seconds inside the passes.
     pub passes_s: f64,
-    /// Groups the worker's own plans cut over its threads ([`super::RunReport::cut_groups`]).
+    /// Groups the worker's own plans cut over its threads ([`crate::exec::RunReport::cut_groups`]).
     #[serde(default)]
     pub cut_groups: usize,
 }

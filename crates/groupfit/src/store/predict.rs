@@ -15,7 +15,7 @@ impl ModelBundle {
     /// Predicts every row of a table given its key columns and feature columns
     /// (in the bundle's order), on up to `threads` threads: the rows of each
     /// model are gathered and predicted together
-    /// ([`FittedModel::predict_columns`]). `path` names the input in errors.
+    /// ([`super::FittedModel::predict_columns`]). `path` names the input in errors.
     pub fn predict(
         &self,
         keys: &[ArrayRef],
