@@ -25,13 +25,13 @@
 //! | layer | modules | holds |
 //! |---|---|---|
 //! | 0 | [`error`] | the one error type |
-//! | 1 | `util` (`par`, `trace`, `fs`), `math`, `codec` | threads, tracing, atomic files; vector math; float arrays of the model file |
+//! | 1 | [`util`] (`par`, `trace`, `fs`), [`math`], [`codec`] | threads, tracing, atomic files; vector math; float arrays of the model file |
 //! | 2 | [`data`], [`metrics`], [`tune`], [`plan`] | ingest, keys, layouts; validation scores; grids; plans and the cost model |
 //! | 3 | [`exec`] | the pass driver, calibration, the `PartialStep` trait |
 //! | 4 | [`family`] | the `Family` trait and the data it fits |
 //! | 5 | [`linear`], [`gbdt`], [`mlp`] | each family: params, kernels, fitted model, partial step |
-//! | 6 | [`store`], `registry` | the model bundle and routed predict; the families by name |
-//! | 7 | `remote`, [`job`] | the distributed protocol; `train`, `explain` and `predict` end to end |
+//! | 6 | [`store`], [`registry`] | the model bundle and routed predict; the families by name |
+//! | 7 | [`remote`], [`job`] | the distributed protocol; `train`, `explain` and `predict` end to end |
 //!
 //! `docs/architecture.md` in the repository describes each module.
 
