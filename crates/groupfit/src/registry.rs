@@ -28,6 +28,32 @@ pub fn family(name: &str) -> Result<Box<dyn AnyFamily>> {
     }
 }
 
+/// Every registered family's word-valued parameters: the grid is parsed
+/// with these, so a family's word given to another family is still read as
+/// a word (and then refused by that family's check, naming the parameter).
+pub struct AllWords;
+
+impl AllWords {
+    fn first<T>(&self, f: impl Fn(&dyn ParamWords) -> Option<T>) -> Option<T> {
+        MODELS
+            .iter()
+            .filter_map(|name| family(name).ok())
+            .find_map(|fam| f(fam.words()))
+    }
+}
+
+impl ParamWords for AllWords {
+    fn encode(&self, name: &str, text: &str) -> Option<f64> {
+        self.first(|w| w.encode(name, text))
+    }
+    fn form(&self, name: &str) -> Option<String> {
+        self.first(|w| w.form(name))
+    }
+    fn display(&self, name: &str, value: f64) -> Option<String> {
+        self.first(|w| w.display(name, value))
+    }
+}
+
 /// A [`Family`] whose fitted models are the model file's [`FittedModel`]s;
 /// every `Family` whose model converts into one is an `AnyFamily`.
 pub trait AnyFamily: Send + Sync {
@@ -88,6 +114,19 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tune::Grid;
+
+    #[test]
+    fn every_familys_words_are_read_whatever_the_family() {
+        let specs = ["layers=64x32".to_string(), "optimizer=sgd".to_string()];
+        let pts = Grid::parse(&specs, &AllWords).unwrap().points();
+        assert_eq!(pts[0].name, "layers=64x32,optimizer=sgd");
+        let e = Grid::parse(&["optimizer=rmsprop".to_string()], &AllWords).unwrap_err();
+        assert!(e.to_string().contains("adam or sgd"), "{e}");
+        // The linear family then refuses the MLP's parameter by name.
+        let e = family("linear").unwrap().check(&pts).unwrap_err().to_string();
+        assert!(e.contains("'layers'") && e.contains("unknown for model linear"), "{e}");
+    }
 
     #[test]
     fn every_listed_model_is_registered_under_its_name() {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use crate::data::Task;
 use crate::error::{GroupfitError, Result};
 use crate::plan::Strategy;
-use crate::registry::AnyFamily;
+use crate::registry::{AllWords, AnyFamily};
 use crate::tune::{ConfigEntry, Grid};
 use crate::util::par::MAX_THREADS;
 
@@ -82,7 +82,7 @@ pub(super) fn check_arguments(
     spec: &TrainSpec,
     family: &dyn AnyFamily,
 ) -> Result<Vec<ConfigEntry>> {
-    let grid = Grid::parse(&spec.params, family.words())?.points();
+    let grid = Grid::parse(&spec.params, &AllWords)?.points();
     family.check(&grid)?;
     if spec.by.is_empty() {
         return Err(GroupfitError::arg(
