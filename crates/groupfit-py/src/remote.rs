@@ -456,7 +456,7 @@ impl RemoteFamily {
                 .unzip();
             let (vrows, vgl): (Vec<u32>, Vec<Option<u32>>) = data
                 .valid
-                .idx
+                .rows
                 .iter()
                 .zip(data.valid.groups)
                 .filter_map(|(&r, &g)| match g.map(|g| local[g as usize]) {

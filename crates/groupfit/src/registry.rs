@@ -124,8 +124,15 @@ mod tests {
         let e = Grid::parse(&["optimizer=rmsprop".to_string()], &AllWords).unwrap_err();
         assert!(e.to_string().contains("adam or sgd"), "{e}");
         // The linear family then refuses the MLP's parameter by name.
-        let e = family("linear").unwrap().check(&pts).unwrap_err().to_string();
-        assert!(e.contains("'layers'") && e.contains("unknown for model linear"), "{e}");
+        let e = family("linear")
+            .unwrap()
+            .check(&pts)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("'layers'") && e.contains("unknown for model linear"),
+            "{e}"
+        );
     }
 
     #[test]

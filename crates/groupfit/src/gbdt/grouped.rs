@@ -121,7 +121,11 @@ impl LayoutRows {
         // Positions in `input.rows` (`input.valid.rows`) sorted by group.
         let (train_order, train_starts) = bucket(input.group_of.iter().map(|&g| g as usize), ng);
         let (valid_order, valid_group_starts) = bucket(
-            input.valid.groups.iter().map(|g| g.map_or(ng, |g| g as usize)),
+            input
+                .valid
+                .groups
+                .iter()
+                .map(|g| g.map_or(ng, |g| g as usize)),
             ng + 1,
         );
         let mut rows: Vec<u32> = Vec::new();
