@@ -65,16 +65,11 @@ pub fn train_with(
     family: &dyn AnyFamily,
     on: &mut dyn FnMut(Event),
 ) -> Result<TrainOutput> {
-    let job = Job {
-        spec,
-        family,
-        started: Instant::now(),
-    };
-    let grid = arguments::check_arguments(spec, family)?;
-    let tables = input::read_files(spec, family, on)?;
-    trace_stamp(job.started, "read parquet");
-    let prepared = prepare(job, grid, tables)?;
-    train_prepared(prepared, on)
+    train_from(spec, family, on, |on, started| {
+        let tables = input::read_files(spec, family, on)?;
+        trace_stamp(started, "read parquet");
+        Ok(tables)
+    })
 }
 
 /// Trains from in-memory Arrow data: `train` holds the training rows,
@@ -98,13 +93,27 @@ pub fn train_table_with(
     valid: Option<&RecordBatch>,
     on: &mut dyn FnMut(Event),
 ) -> Result<TrainOutput> {
+    train_from(spec, family, on, |_, _| {
+        input::from_batches(spec, train, valid)
+    })
+}
+
+/// The stages every training job runs: the argument checks, then `load`
+/// (given the event sink and the start time) for the input tables, then
+/// preparation, fitting, selection and assembly.
+fn train_from(
+    spec: &TrainSpec,
+    family: &dyn AnyFamily,
+    on: &mut dyn FnMut(Event),
+    load: impl FnOnce(&mut dyn FnMut(Event), Instant) -> Result<input::Tables>,
+) -> Result<TrainOutput> {
     let job = Job {
         spec,
         family,
         started: Instant::now(),
     };
     let grid = arguments::check_arguments(spec, family)?;
-    let tables = input::from_batches(spec, train, valid)?;
+    let tables = load(on, job.started)?;
     let prepared = prepare(job, grid, tables)?;
     train_prepared(prepared, on)
 }
