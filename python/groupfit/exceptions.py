@@ -6,6 +6,8 @@ message, the same text the CLI prints after ``error: ``. All derive from
 
 - :class:`DataError`: the input cannot be used.
   Subclasses: :class:`MissingColumnError`, :class:`NonNumericColumnError`,
+  :class:`ColumnTypeError` (a column typed otherwise than in training),
+  :class:`TooManyCategoriesError` (a categorical column over ``max_categories``),
   :class:`InfiniteValueError`, :class:`EmptyInputError`, :class:`TargetError`,
   :class:`NoModelError` (rows to predict whose group has no model: trained
   with ``global_model=False``).
@@ -19,6 +21,7 @@ message, the same text the CLI prints after ``error: ``. All derive from
 
 from groupfit._native import (
     ArgumentError,
+    ColumnTypeError,
     DataError,
     EmptyInputError,
     FileError,
@@ -31,6 +34,7 @@ from groupfit._native import (
     ParamError,
     RunnerError,
     TargetError,
+    TooManyCategoriesError,
 )
 
 __all__ = [
@@ -38,6 +42,8 @@ __all__ = [
     "DataError",
     "MissingColumnError",
     "NonNumericColumnError",
+    "ColumnTypeError",
+    "TooManyCategoriesError",
     "InfiniteValueError",
     "EmptyInputError",
     "TargetError",

@@ -60,9 +60,17 @@ struct JobArgs {
     /// Target column.
     #[arg(long)]
     target: String,
-    /// Feature columns (default: every numeric column that is not a key or the target).
+    /// Feature columns (default: every numeric, text or dictionary column that is
+    /// not a key or the target; text and dictionary columns are categorical).
     #[arg(long, value_delimiter = ',')]
     features: Option<Vec<String>>,
+    /// Categorical columns: text ones are anyway; this also makes integer columns
+    /// categorical (and adds them to the features).
+    #[arg(long, value_delimiter = ',')]
+    categorical: Option<Vec<String>>,
+    /// The most distinct training values a categorical column may have.
+    #[arg(long, default_value_t = groupfit::data::categorical::DEFAULT_MAX_CATEGORIES)]
+    max_categories: usize,
     /// binary or regression (default: binary if every target value is 0 or 1).
     #[arg(long)]
     task: Option<String>,
@@ -192,6 +200,8 @@ impl JobArgs {
             valid: a.valid,
             valid_fraction: a.valid_fraction,
             features: a.features,
+            categorical: a.categorical,
+            max_categories: a.max_categories,
             task: a.task.as_deref().map(Task::parse).transpose()?,
             model: a.model,
             params: a.params,

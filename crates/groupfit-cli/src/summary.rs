@@ -14,6 +14,7 @@ pub fn print_train_summary(b: &ModelBundle, s: &Summary, out: &Path) {
     let lines = [
         Some(trained_line(s)),
         Some(task_line(b, s)),
+        Some(columns_line(s)),
         validation_line(b),
         s.valid_auc
             .map(|auc| format!("validation AUC, mean over groups with both classes: {auc:.4}")),
@@ -74,6 +75,45 @@ fn task_line(b: &ModelBundle, s: &Summary) -> String {
             String::new()
         }
     )
+}
+
+/// Which columns were numeric features, which categorical, which left out.
+fn columns_line(s: &Summary) -> String {
+    let numeric: Vec<&str> = s
+        .features
+        .iter()
+        .filter(|f| !s.categorical.contains_key(*f))
+        .map(String::as_str)
+        .collect();
+    let mut line = format!("features: {} numeric", numeric.len());
+    if !numeric.is_empty() {
+        line += &format!(" ({})", short_list(&numeric));
+    }
+    if !s.categorical.is_empty() {
+        let cats: Vec<String> = s
+            .categorical
+            .iter()
+            .map(|(c, n)| format!("{c}: {n} categories"))
+            .collect();
+        line += &format!("; {} categorical ({})", cats.len(), cats.join(", "));
+    }
+    if !s.ignored.is_empty() {
+        let left: Vec<String> = s
+            .ignored
+            .iter()
+            .map(|(c, why)| format!("{c}: {why}"))
+            .collect();
+        line += &format!("; left out: {}", left.join(", "));
+    }
+    line
+}
+
+/// Up to eight names, then how many more.
+fn short_list(names: &[&str]) -> String {
+    if names.len() <= 8 {
+        return names.join(", ");
+    }
+    format!("{}, and {} more", names[..8].join(", "), names.len() - 8)
 }
 
 /// The distribution over groups of the validation metric (none without scores).

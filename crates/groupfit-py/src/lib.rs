@@ -50,6 +50,18 @@ create_exception!(
 );
 create_exception!(
     _native,
+    ColumnTypeError,
+    DataError,
+    "A column's type differs from the training column's (numbers where text was, or the reverse)."
+);
+create_exception!(
+    _native,
+    TooManyCategoriesError,
+    DataError,
+    "A categorical column has more distinct values than max_categories allows."
+);
+create_exception!(
+    _native,
     InfiniteValueError,
     DataError,
     "A feature or target holds +/- infinity."
@@ -111,6 +123,8 @@ pub(crate) fn to_py(e: EngineError) -> PyErr {
         EngineError::MissingColumn { .. } => MissingColumnError::new_err(msg),
         EngineError::NonNumericColumn { .. } => NonNumericColumnError::new_err(msg),
         EngineError::InfiniteValue { .. } => InfiniteValueError::new_err(msg),
+        EngineError::ColumnType { .. } => ColumnTypeError::new_err(msg),
+        EngineError::TooManyCategories { .. } => TooManyCategoriesError::new_err(msg),
         EngineError::EmptyInput { .. } => EmptyInputError::new_err(msg),
         EngineError::BadBinaryTarget { .. } | EngineError::SingleClass { .. } => {
             TargetError::new_err(msg)
@@ -164,6 +178,7 @@ const VALID_TABLE: &str = "<valid table>";
 /// `remote_workers` workers (see `remote::RemoteFamily`).
 #[pyfunction]
 #[pyo3(signature = (data, by, target, *, valid=None, valid_fraction=0.2, features=None,
+    categorical=None, max_categories=groupfit::data::categorical::DEFAULT_MAX_CATEGORIES,
     task=None, model="linear".to_string(), params=Vec::new(), min_rows=10, threads=0, seed=0,
     strategy="auto".to_string(), global_model=true, remote=None, remote_workers=2))]
 #[allow(clippy::too_many_arguments)]
@@ -175,6 +190,8 @@ fn train(
     valid: Option<Input>,
     valid_fraction: f64,
     features: Option<Vec<String>>,
+    categorical: Option<Vec<String>>,
+    max_categories: usize,
     task: Option<String>,
     model: String,
     params: Vec<String>,
@@ -221,6 +238,8 @@ fn train(
             valid: valid.as_ref().map(|v| label(v, VALID_TABLE)),
             valid_fraction,
             features,
+            categorical,
+            max_categories,
             task,
             model: model.clone(),
             params,
@@ -459,6 +478,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         py.get_type::<NonNumericColumnError>(),
     )?;
     m.add("InfiniteValueError", py.get_type::<InfiniteValueError>())?;
+    m.add("ColumnTypeError", py.get_type::<ColumnTypeError>())?;
+    m.add(
+        "TooManyCategoriesError",
+        py.get_type::<TooManyCategoriesError>(),
+    )?;
     m.add("EmptyInputError", py.get_type::<EmptyInputError>())?;
     m.add("TargetError", py.get_type::<TargetError>())?;
     m.add("NoModelError", py.get_type::<NoModelError>())?;

@@ -475,6 +475,7 @@ impl RemoteFamily {
                 global,
                 impute: impute.clone(),
                 d,
+                kinds: data.kinds.to_vec(),
             };
             let train = whole_batch(data.columns, data.target, &rows, gl.into_iter().map(Some))?;
             let valid = whole_batch(
@@ -564,7 +565,13 @@ impl Family for RemoteFamily {
         configs: &[ConfigEntry],
         _on: &mut dyn FnMut(PassProgress),
     ) -> Result<FamilyFit<FittedModel>> {
-        if self.inner.name() != "linear" {
+        // Categorical features travel as codes in whole-group shards (the
+        // driver read and coded them; the sharded protocol takes numbers).
+        let categorical = data
+            .kinds
+            .iter()
+            .any(|k| *k != groupfit::data::categorical::FeatureKind::Numeric);
+        if self.inner.name() != "linear" || categorical {
             return self.fit_whole(data, configs);
         }
         let configs = groupfit::linear::configs(configs)?;

@@ -44,6 +44,30 @@ pub enum GroupfitError {
         /// The Arrow type found.
         dtype: String,
     },
+    /// A categorical column has more distinct training values than allowed.
+    #[error("column '{column}' in '{path}' has {count} distinct values, more than --max-categories ({max}); group by it with --by, or leave it out of --features")]
+    TooManyCategories {
+        /// The column.
+        column: String,
+        /// The file.
+        path: String,
+        /// Distinct values found.
+        count: usize,
+        /// The cap.
+        max: usize,
+    },
+    /// A column's type differs from the training column's.
+    #[error("column '{column}' in '{path}' has type {found}, but it held {expected} in training")]
+    ColumnType {
+        /// The column.
+        column: String,
+        /// The file.
+        path: String,
+        /// What training saw: "text", "integers" or "numbers".
+        expected: String,
+        /// The Arrow type found.
+        found: String,
+    },
     /// A feature or target holds +/- infinity.
     #[error("column '{column}' in '{path}' has an infinite value at row {row}")]
     InfiniteValue {

@@ -8,6 +8,7 @@
 //! scoring, config selection, the bundle) is shared and lives in `job`,
 //! which reaches the families by name through `registry`.
 
+use crate::data::categorical::FeatureKind;
 use crate::data::keys::GroupKey;
 use crate::data::{Column, Task};
 use crate::error::{GroupfitError, Result};
@@ -52,6 +53,9 @@ pub struct TrainData<'a> {
     /// Set when the features were not read (the family asked for it and the
     /// training input is a file): where to read them.
     pub source: Option<FeatureSource<'a>>,
+    /// What each feature is: numbers, or codes of a categorical feature
+    /// (see [`crate::data::categorical`]). Codes are never imputed.
+    pub kinds: &'a [FeatureKind],
     /// Values replacing a missing feature, when given from outside (a worker
     /// fitting some of the groups gets the means over every training row);
     /// otherwise a family that imputes computes them from `rows`.

@@ -10,6 +10,7 @@
 //! * [`layout::GroupedMatrix`] holds the features of every row, standardised
 //!   per group, as `f32` with the rows of one group contiguous.
 
+pub mod categorical;
 pub mod keys;
 pub mod layout;
 

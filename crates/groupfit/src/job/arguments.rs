@@ -25,8 +25,14 @@ pub struct TrainSpec {
     pub by: Vec<String>,
     /// Target column.
     pub target: String,
-    /// Feature columns; `None`: every numeric column that is not a key or the target.
+    /// Feature columns; `None`: every numeric, text or dictionary column that
+    /// is not a key or the target.
     pub features: Option<Vec<String>>,
+    /// Columns to treat as categorical besides text ones (integers); they are
+    /// features too.
+    pub categorical: Option<Vec<String>>,
+    /// The most distinct training values a categorical column may have.
+    pub max_categories: usize,
     /// Binary or regression; `None`: binary if every target is 0 or 1.
     pub task: Option<Task>,
     /// Model family.
@@ -58,6 +64,8 @@ impl TrainSpec {
             by,
             target: target.into(),
             features: None,
+            categorical: None,
+            max_categories: crate::data::categorical::DEFAULT_MAX_CATEGORIES,
             task: None,
             model: "linear".into(),
             params: Vec::new(),
@@ -94,6 +102,9 @@ pub(super) fn check_arguments(
             "--valid-fraction must be in [0, 1), got {}",
             spec.valid_fraction
         )));
+    }
+    if spec.max_categories == 0 {
+        return Err(GroupfitError::arg("--max-categories must be at least 1"));
     }
     if spec.min_rows == 0 {
         return Err(GroupfitError::arg("--min-rows must be at least 1"));

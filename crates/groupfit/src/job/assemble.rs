@@ -30,7 +30,12 @@ pub(super) fn assemble(
         family: prepared.family.name().to_string(),
         task: prepared.split.task,
         key_columns: spec.by.clone(),
-        features: prepared.features,
+        features: prepared.feature_names,
+        categorical: prepared
+            .features
+            .into_iter()
+            .filter_map(|f| f.dictionary)
+            .collect(),
         target: spec.target.clone(),
         impute: fitted.impute,
         configs: prepared.grid,

@@ -1,21 +1,19 @@
-//! Reading the input: the feature list (given or defaulted) checked against
+//! Reading the input: the feature plan (given or defaulted) checked against
 //! the schema, the key, target and feature columns read from Parquet or taken
 //! from in-memory Arrow tables, and the training table turned into a numeric
-//! target, feature columns and group ids.
+//! target, feature columns (categorical ones as codes) and group ids.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use arrow_array::RecordBatch;
-use arrow_schema::Schema;
 
 use super::arguments::TrainSpec;
+use super::columns::{check_present, plan_columns, ColumnAccount, ColumnPlan, Declared};
 use super::event::{trace_stamp, Event};
+use crate::data::categorical::{all_null, Dictionary, Encoding, FeatureKind};
 use crate::data::keys::GroupEncoder;
-use crate::data::{
-    default_features, is_numeric, missing_column, numeric_column, parquet_schema, read_parquet,
-    Column,
-};
+use crate::data::{missing_column, numeric_column, parquet_schema, read_parquet, Column};
 use crate::error::{GroupfitError, Result};
 use crate::registry::AnyFamily;
 use crate::util::par::resolve_threads;
@@ -27,9 +25,9 @@ pub(super) struct Table {
     pub path: PathBuf,
 }
 
-/// The checked feature list and the tables to train and validate on.
+/// The checked feature plan and the tables to train and validate on.
 pub(super) struct Tables {
-    pub features: Vec<String>,
+    pub plan: ColumnPlan,
     pub train: Table,
     /// Whether the training table holds the features (otherwise the family
     /// reads them itself from the training file).
@@ -42,9 +40,41 @@ pub(super) struct Tables {
 pub(super) struct Loaded {
     /// Target over every row of the training table (NaN: missing).
     pub target: Vec<f64>,
-    /// Feature columns over every row; empty unless the features were read.
+    /// The features used (all-null default ones left out), in model order.
+    pub features: Vec<Feature>,
+    /// Feature columns over every row (categorical ones as codes); empty
+    /// unless the features were read.
     pub columns: Vec<Column>,
+    /// What was done with each column.
+    pub account: ColumnAccount,
     pub groups: EncodedGroups,
+}
+
+/// One feature: its name and, if categorical, its dictionary.
+#[derive(Debug, Clone)]
+pub(super) struct Feature {
+    pub name: String,
+    pub dictionary: Option<Dictionary>,
+}
+
+impl Feature {
+    /// How a family sees it.
+    pub fn kind(&self) -> FeatureKind {
+        match &self.dictionary {
+            None => FeatureKind::Numeric,
+            Some(d) => FeatureKind::Categorical {
+                levels: d.levels.len() as u32,
+            },
+        }
+    }
+
+    /// How a table's column of it is read.
+    pub fn encoding(&self) -> Encoding<'_> {
+        match &self.dictionary {
+            None => Encoding::Numeric,
+            Some(d) => Encoding::Categorical(d),
+        }
+    }
 }
 
 /// Every distinct key of the training table, and each row's key id.
@@ -55,7 +85,8 @@ pub(super) struct EncodedGroups {
 }
 
 /// Reads the Parquet inputs of `spec` (only the columns it needs); the
-/// training file's features only when `family` does not read them itself.
+/// training file's features only when `family` does not read them itself
+/// and none is categorical.
 pub(super) fn read_files(
     spec: &TrainSpec,
     family: &dyn AnyFamily,
@@ -63,15 +94,22 @@ pub(super) fn read_files(
 ) -> Result<Tables> {
     let path = spec.data.as_path();
     let schema = parquet_schema(path)?;
-    let features = resolve_features(spec, &schema, path)?;
+    let plan = plan_columns(spec, &schema, path)?;
     if let Some(valid_path) = &spec.valid {
-        check_columns(spec, &features, &*parquet_schema(valid_path)?, valid_path)?;
+        check_present(
+            spec,
+            &plan.features,
+            &*parquet_schema(valid_path)?,
+            valid_path,
+        )?;
     }
     on(Event::Stage("reading"));
-    let wanted = wanted_columns(spec, &features);
+    let wanted = wanted_columns(spec, &plan.features);
     let threads = resolve_threads(spec.threads);
-    // A family that reads the features itself gets the keys and the target.
-    let features_read = !family.features_from_file();
+    // A family that reads the features itself gets the keys and the target;
+    // categorical features are coded here, so then every feature is read.
+    let features_read =
+        !family.features_from_file() || plan.declared.iter().any(|d| *d != Declared::Numeric);
     let batch = if features_read {
         read_parquet(path, &wanted, threads)?
     } else {
@@ -85,7 +123,7 @@ pub(super) fn read_files(
         None => None,
     };
     Ok(Tables {
-        features,
+        plan,
         train: Table {
             batch,
             path: path.to_path_buf(),
@@ -103,8 +141,8 @@ pub(super) fn from_batches(
     valid: Option<&RecordBatch>,
 ) -> Result<Tables> {
     let path = spec.data.as_path();
-    let features = resolve_features(spec, &train.schema(), path)?;
-    let wanted = wanted_columns(spec, &features);
+    let plan = plan_columns(spec, &train.schema(), path)?;
+    let wanted = wanted_columns(spec, &plan.features);
     let batch = project(train, &wanted, path)?;
     let valid_path = spec
         .valid
@@ -112,7 +150,7 @@ pub(super) fn from_batches(
         .unwrap_or_else(|| PathBuf::from("validation data"));
     let valid = match valid {
         Some(valid) => {
-            check_columns(spec, &features, &valid.schema(), &valid_path)?;
+            check_present(spec, &plan.features, &valid.schema(), &valid_path)?;
             Some(Table {
                 batch: project(valid, &wanted, &valid_path)?,
                 path: valid_path,
@@ -121,7 +159,7 @@ pub(super) fn from_batches(
         None => None,
     };
     Ok(Tables {
-        features,
+        plan,
         train: Table {
             batch,
             path: path.to_path_buf(),
@@ -131,8 +169,8 @@ pub(super) fn from_batches(
     })
 }
 
-/// Converts the training table: the target, the features (if read) and the
-/// group ids of every row.
+/// Converts the training table: the target, the features (if read; the
+/// dictionaries of categorical ones built) and the group ids of every row.
 pub(super) fn load(spec: &TrainSpec, tables: &Tables, started: Instant) -> Result<Loaded> {
     let Table { batch, path } = &tables.train;
     let key_count = spec.by.len();
@@ -143,56 +181,59 @@ pub(super) fn load(spec: &TrainSpec, tables: &Tables, started: Instant) -> Resul
         });
     }
     let target = numeric_column(batch.column(key_count), &spec.target, path, true)?;
-    let columns = if tables.features_read {
-        feature_columns(batch, key_count + 1, &tables.features, path)?
-    } else {
-        Vec::new()
+    let plan = &tables.plan;
+    let mut account = ColumnAccount {
+        ignored: plan.ignored.iter().cloned().collect(),
+        ..ColumnAccount::default()
     };
+    let mut features = Vec::with_capacity(plan.features.len());
+    let mut columns = Vec::new();
+    for (j, (name, declared)) in plan.features.iter().zip(&plan.declared).enumerate() {
+        let mut dictionary = None;
+        if tables.features_read {
+            let array = batch.column(key_count + 1 + j);
+            if plan.defaulted && all_null(array.as_ref()) {
+                account.ignored.insert(name.clone(), "all null".into());
+                continue;
+            }
+            columns.push(match *declared {
+                Declared::Numeric => Encoding::Numeric.read(array, name, path)?,
+                Declared::Categorical(values) => {
+                    let (dict, codes) =
+                        Dictionary::build(array, name, path, values, spec.max_categories)?;
+                    dictionary = Some(dict);
+                    codes
+                }
+            });
+        }
+        match &dictionary {
+            Some(d) => {
+                account.categorical.insert(name.clone(), d.levels.len());
+            }
+            None => account.numeric.push(name.clone()),
+        }
+        features.push(Feature {
+            name: name.clone(),
+            dictionary,
+        });
+    }
+    if features.is_empty() {
+        return Err(GroupfitError::arg(format!(
+            "'{}' has no feature columns besides the keys and the target (all-null ones left out)",
+            path.display()
+        )));
+    }
     trace_stamp(started, "numeric columns");
     let mut encoder = GroupEncoder::new(key_count);
     let row_keys = encoder.encode(&batch.columns()[..key_count])?;
     trace_stamp(started, "group encoding");
     Ok(Loaded {
         target,
+        features,
         columns,
+        account,
         groups: EncodedGroups { encoder, row_keys },
     })
-}
-
-/// Checks that the keys, the target and the features are in `schema`, and
-/// that the target and the features are numeric.
-fn check_columns(
-    spec: &TrainSpec,
-    features: &[String],
-    schema: &Schema,
-    path: &Path,
-) -> Result<()> {
-    for column in spec
-        .by
-        .iter()
-        .map(String::as_str)
-        .chain(std::iter::once(spec.target.as_str()))
-        .chain(features.iter().map(String::as_str))
-    {
-        if schema.index_of(column).is_err() {
-            return Err(missing_column(column, path, schema));
-        }
-    }
-    for column in features
-        .iter()
-        .map(String::as_str)
-        .chain(std::iter::once(spec.target.as_str()))
-    {
-        let dtype = schema.field_with_name(column).unwrap().data_type();
-        if !is_numeric(dtype) {
-            return Err(GroupfitError::NonNumericColumn {
-                column: column.to_string(),
-                path: path.display().to_string(),
-                dtype: dtype.to_string(),
-            });
-        }
-    }
-    Ok(())
 }
 
 /// Checks that a binary target holds only 0, 1 or missing values.
@@ -210,35 +251,6 @@ pub(super) fn check_binary(target: &[f64], column: &str, path: &Path) -> Result<
         });
     }
     Ok(())
-}
-
-/// The feature list (given or defaulted), checked against `schema`.
-fn resolve_features(spec: &TrainSpec, schema: &Schema, path: &Path) -> Result<Vec<String>> {
-    let features = match &spec.features {
-        Some(features) if features.is_empty() => {
-            return Err(GroupfitError::arg(
-                "--features names no column; name at least one (or leave it out for every numeric column)",
-            ))
-        }
-        Some(features) => features.clone(),
-        None => default_features(schema, &spec.by, Some(&spec.target)),
-    };
-    check_columns(spec, &features, schema, path)?;
-    if let Some(feature) = features
-        .iter()
-        .find(|f| spec.by.contains(f) || **f == spec.target)
-    {
-        return Err(GroupfitError::arg(format!(
-            "column '{feature}' cannot be both a feature and a key or the target"
-        )));
-    }
-    if features.is_empty() {
-        return Err(GroupfitError::arg(format!(
-            "'{}' has no numeric feature columns besides the keys and the target",
-            path.display()
-        )));
-    }
-    Ok(features)
 }
 
 /// Keys, then the target, then the features.
@@ -265,16 +277,20 @@ pub(super) fn project(batch: &RecordBatch, wanted: &[String], path: &Path) -> Re
         .map_err(|e| GroupfitError::arg(format!("cannot select columns: {e}")))
 }
 
-/// The feature columns of `batch` (from column `first` on), checked.
+/// The feature columns of `batch` (found by name), read as `features` says
+/// (categorical ones through their dictionaries).
 pub(super) fn feature_columns(
     batch: &RecordBatch,
-    first: usize,
-    features: &[String],
+    features: &[Feature],
     path: &Path,
 ) -> Result<Vec<Column>> {
     features
         .iter()
-        .enumerate()
-        .map(|(j, feature)| Column::from_array(batch.column(first + j), feature, path, true))
+        .map(|f| {
+            let array = batch
+                .column_by_name(&f.name)
+                .ok_or_else(|| missing_column(&f.name, path, &batch.schema()))?;
+            f.encoding().read(array, &f.name, path)
+        })
         .collect()
 }

@@ -29,6 +29,7 @@ use crate::registry::{family, AnyFamily};
 
 mod arguments;
 mod assemble;
+mod columns;
 mod event;
 mod explain;
 mod fit;
@@ -41,6 +42,7 @@ mod summary;
 mod validation;
 
 pub use arguments::TrainSpec;
+pub use columns::ColumnAccount;
 use event::trace_stamp;
 pub use event::Event;
 pub use explain::{explain, Calibration, CutGroup, ExplainOutput, StrategyExplain};

@@ -6,10 +6,12 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use super::arguments::TrainSpec;
+use super::columns::ColumnAccount;
 use super::event::trace_stamp;
-use super::input::{load, Tables};
+use super::input::{load, Feature, Tables};
 use super::split::{choose_owners, split, Owners, Split, SplitInput};
 use super::validation::{validation, ValidSource, Validation, ValidationInput};
+use crate::data::categorical::FeatureKind;
 use crate::data::Column;
 use crate::error::Result;
 use crate::family::{FeatureSource, TrainData, ValidData};
@@ -23,8 +25,14 @@ pub(super) struct Prepared<'a> {
     pub family: &'a dyn AnyFamily,
     /// The grid.
     pub grid: Vec<ConfigEntry>,
-    /// Feature columns' names.
-    pub features: Vec<String>,
+    /// The features, in model order (categorical ones with their dictionaries).
+    pub features: Vec<Feature>,
+    /// Feature names, in model order.
+    pub feature_names: Vec<String>,
+    /// How the family sees each feature.
+    pub kinds: Vec<FeatureKind>,
+    /// What was done with each column of the input.
+    pub account: ColumnAccount,
     /// The training table's path (the family may read its features from it).
     pub train_path: PathBuf,
     /// Whether `columns` holds the training features.
@@ -76,6 +84,7 @@ pub(super) fn prepare<'a>(
     let owners = choose_owners(spec, &split, split_input)?;
     let validation_input = ValidationInput {
         tables: &tables,
+        features: &loaded.features,
         training_target: &loaded.target,
         task: split.task,
         keys: &split.keys,
@@ -88,7 +97,10 @@ pub(super) fn prepare<'a>(
         spec,
         family,
         grid,
-        features: tables.features,
+        feature_names: loaded.features.iter().map(|f| f.name.clone()).collect(),
+        kinds: loaded.features.iter().map(Feature::kind).collect(),
+        features: loaded.features,
+        account: loaded.account,
         train_path: tables.train.path,
         features_read: tables.features_read,
         columns: loaded.columns,
@@ -117,8 +129,9 @@ impl Prepared<'_> {
             source: (!self.features_read).then_some(FeatureSource {
                 path: &self.train_path,
                 target: &self.spec.target,
-                features: &self.features,
+                features: &self.feature_names,
             }),
+            kinds: &self.kinds,
             impute: None,
             target: &self.target,
             rows: &self.split.train_rows,

@@ -70,8 +70,15 @@ pub struct Summary {
     pub task: Task,
     /// Whether the task was inferred from the target.
     pub task_inferred: bool,
-    /// Feature columns used.
+    /// Feature columns used, in model order (numeric and categorical).
     pub features: Vec<String>,
+    /// The categorical features and their number of categories.
+    #[serde(default)]
+    pub categorical: BTreeMap<String, usize>,
+    /// Input columns left out, and why (a key, a date or time, a nested
+    /// type, all null; the target is not listed).
+    #[serde(default)]
+    pub ignored: BTreeMap<String, String>,
     /// Training rows.
     pub rows_train: usize,
     /// Validation rows.
@@ -174,7 +181,9 @@ pub(super) fn summarise(prepared: &Prepared, fitted: &Fitted, tally: Tally) -> S
         model: prepared.family.name().to_string(),
         task,
         task_inferred: prepared.split.task_inferred,
-        features: prepared.features.clone(),
+        features: prepared.feature_names.clone(),
+        categorical: prepared.account.categorical.clone(),
+        ignored: prepared.account.ignored.clone(),
         rows_train: prepared.split.train_rows.len(),
         rows_valid: prepared.validation.rows.len(),
         rows_dropped_missing_target: prepared.split.dropped + prepared.validation.dropped,

@@ -3,7 +3,7 @@
 //! when the family reads the training features itself).
 
 use super::arguments::TrainSpec;
-use super::input::{check_binary, feature_columns, Tables};
+use super::input::{check_binary, feature_columns, Feature, Tables};
 use super::split::HeldOut;
 use crate::data::keys::{GroupEncoder, GroupKey};
 use crate::data::{numeric_column, read_parquet_rows, Column, Task};
@@ -36,6 +36,8 @@ pub(super) enum ValidSource {
 #[derive(Clone, Copy)]
 pub(super) struct ValidationInput<'a> {
     pub tables: &'a Tables,
+    /// The features, as loaded from the training table.
+    pub features: &'a [Feature],
     /// Target over every row of the training table.
     pub training_target: &'a [f64],
     pub task: Task,
@@ -64,8 +66,9 @@ pub(super) fn validation(
     let tables = input.tables;
     let path = tables.train.path.as_path();
     let threads = resolve_threads(spec.threads);
-    let held = read_parquet_rows(path, &tables.features, &held_out.rows, threads)?;
-    let columns = feature_columns(&held, 0, &tables.features, path)
+    let names: Vec<String> = input.features.iter().map(|f| f.name.clone()).collect();
+    let held = read_parquet_rows(path, &names, &held_out.rows, threads)?;
+    let columns = feature_columns(&held, input.features, path)
         .map_err(|e| at_file_rows(e, &held_out.rows))?;
     let target = held_out
         .rows
@@ -89,7 +92,7 @@ fn from_valid_table(spec: &TrainSpec, input: ValidationInput<'_>) -> Result<Vali
     if input.task == Task::Binary {
         check_binary(&target, &spec.target, path)?;
     }
-    let columns = feature_columns(&table.batch, key_count + 1, &input.tables.features, path)?;
+    let columns = feature_columns(&table.batch, input.features, path)?;
     let lookup = GroupEncoder::from_keys(input.keys).lookup(&table.batch.columns()[..key_count])?;
     let mut rows = Vec::new();
     let mut groups = Vec::new();

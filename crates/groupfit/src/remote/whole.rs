@@ -17,6 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::data::categorical::FeatureKind;
 use crate::data::keys::GroupKey;
 use crate::data::{Column, Task};
 use crate::error::{GroupfitError, Result};
@@ -49,6 +50,9 @@ pub struct WholeSpec {
     pub impute: Vec<f64>,
     /// Number of features.
     pub d: usize,
+    /// What each feature is (empty: all numeric).
+    #[serde(default)]
+    pub kinds: Vec<FeatureKind>,
 }
 
 impl WholeSpec {
@@ -130,6 +134,7 @@ pub fn fit_whole(
         || valid.group.len() != valid.target.len()
         || spec.keys.len() != n_own
         || spec.impute.len() != spec.d
+        || !(spec.kinds.is_empty() || spec.kinds.len() == spec.d)
         || train.group.iter().any(|&g| g as usize > n_own)
     {
         return Err(GroupfitError::arg(
@@ -142,12 +147,18 @@ pub fn fit_whole(
     let mut fit = vec![true; n_own];
     fit.push(false);
     fit.push(spec.global);
+    let kinds = if spec.kinds.is_empty() {
+        vec![FeatureKind::Numeric; spec.d]
+    } else {
+        spec.kinds.clone()
+    };
     let rows: Vec<u32> = (0..n as u32).collect();
     let valid_rows: Vec<u32> = (0..valid.target.len() as u32).collect();
     let data = TrainData {
         task: spec.task,
         columns: train.columns,
         source: None,
+        kinds: &kinds,
         impute: Some(&spec.impute),
         target: train.target,
         rows: &rows,

@@ -81,6 +81,7 @@ mod tests {
             task: Task::Regression,
             key_columns: vec!["g".into()],
             features: vec!["x".into()],
+            categorical: Vec::new(),
             target: "y".into(),
             impute: vec![0.0],
             configs: vec![crate::tune::ConfigEntry {

@@ -17,6 +17,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::data::categorical::Dictionary;
 use crate::data::Task;
 use crate::error::{GroupfitError, Result};
 use crate::tune::ConfigEntry;
@@ -202,6 +203,8 @@ impl ModelBundle {
             task: Task,
             key_columns: &'a [String],
             features: &'a [String],
+            #[serde(skip_serializing_if = "<[Dictionary]>::is_empty")]
+            categorical: &'a [Dictionary],
             target: &'a str,
             impute: &'a [f64],
             configs: &'a [ConfigEntry],
@@ -216,6 +219,7 @@ impl ModelBundle {
                 task: self.task,
                 key_columns: &self.key_columns,
                 features: &self.features,
+                categorical: &self.categorical,
                 target: &self.target,
                 impute: &self.impute,
                 configs: &self.configs,
@@ -390,6 +394,7 @@ mod tests {
             task: Task::Binary,
             key_columns: vec!["g".into()],
             features: vec!["x".into()],
+            categorical: Vec::new(),
             target: "y".into(),
             impute: vec![0.5],
             configs: vec![ConfigEntry {

@@ -12,6 +12,7 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
+use crate::data::categorical::Dictionary;
 use crate::data::keys::GroupKey;
 use crate::data::Task;
 use crate::gbdt::GbdtModel;
@@ -22,7 +23,7 @@ use crate::tune::ConfigEntry;
 use crate::codec as floats;
 
 /// The newest format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 
 /// A fitted model of any family.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -197,6 +198,10 @@ pub struct ModelBundle {
     pub key_columns: Vec<String>,
     /// Feature column names, in model order.
     pub features: Vec<String>,
+    /// The dictionary of each categorical feature (format 6; the others are
+    /// numeric). `predict` codes new rows' values through them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub categorical: Vec<Dictionary>,
     /// The target column name.
     pub target: String,
     /// Value substituted for a missing feature (linear: the training mean);

@@ -5,13 +5,22 @@ use std::path::Path;
 
 use arrow_array::ArrayRef;
 
+use crate::data::categorical::Encoding;
 use crate::data::keys::{display_key, GroupEncoder};
-use crate::data::Column;
 use crate::error::{GroupfitError, Result};
 
 use super::{GroupEntry, ModelBundle, Predictions, Route, RowRoute};
 
 impl ModelBundle {
+    /// How feature `name`'s column is read: through its dictionary if it is
+    /// categorical, as numbers otherwise.
+    pub fn encoding(&self, name: &str) -> Encoding<'_> {
+        match self.categorical.iter().find(|d| d.feature == name) {
+            Some(d) => Encoding::Categorical(d),
+            None => Encoding::Numeric,
+        }
+    }
+
     /// Predicts every row of a table given its key columns and feature columns
     /// (in the bundle's order), on up to `threads` threads: the rows of each
     /// model are gathered and predicted together
@@ -34,7 +43,7 @@ impl ModelBundle {
         let gid = encoder.lookup(keys)?;
         let mut cols = Vec::with_capacity(features.len());
         for (name, arr) in self.features.iter().zip(features) {
-            cols.push(Column::from_array(arr, name, path, true)?);
+            cols.push(self.encoding(name).read(arr, name, path)?);
         }
         // The model of each row: its group's own (slot `g`) or the global
         // model (slot `n_groups`).
@@ -166,6 +175,7 @@ mod tests {
             task: Task::Regression,
             key_columns: vec!["g".into()],
             features: vec!["x".into()],
+            categorical: Vec::new(),
             target: "y".into(),
             impute: vec![10.0],
             configs: vec![crate::tune::ConfigEntry {
