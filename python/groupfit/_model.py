@@ -113,6 +113,8 @@ def fit(
     params: Optional[Mapping[str, Any]] = None,
     valid: Any = 0.2,
     features: Optional[Sequence[str]] = None,
+    categorical: Optional[Sequence[str]] = None,
+    max_categories: int = 10_000,
     task: Optional[str] = None,
     min_rows: int = 10,
     threads: int = 0,
@@ -132,6 +134,9 @@ def fit(
     ``global_model=False`` is the CLI's ``--no-global``: no global model, so
     groups that would fall back have none, and predicting rows of such groups
     (or of unseen groups) raises :class:`groupfit.exceptions.NoModelError`.
+    Text, pandas ``category`` and Arrow dictionary columns are categorical
+    features; ``categorical`` also makes integer columns categorical (see
+    ``docs/families.md``).
     The other arguments mean what the CLI's ``train`` options mean.
     """
     if isinstance(valid, bool):
@@ -147,6 +152,8 @@ def fit(
         valid=valid_source,
         valid_fraction=fraction,
         features=None if features is None else key_list(features),
+        categorical=None if categorical is None else key_list(categorical),
+        max_categories=_count("max_categories", max_categories),
         task=task,
         model=model,
         params=grid_specs(params),

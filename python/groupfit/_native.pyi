@@ -30,6 +30,8 @@ def train(
     valid: Optional[_Input] = None,
     valid_fraction: float = 0.2,
     features: Optional[list[str]] = None,
+    categorical: Optional[list[str]] = None,
+    max_categories: int = 10_000,
     task: Optional[str] = None,
     model: str = "linear",
     params: list[str] = ...,

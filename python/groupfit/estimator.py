@@ -26,7 +26,8 @@ class GroupedEstimator(_Base):
     """One model per group, scikit-learn style (a drop-in for scikit-lego's
     ``GroupedPredictor``): the key columns ``by`` are columns of ``X``.
 
-    ``X``: pandas/polars DataFrame or pyarrow Table; ``y``: array-like.
+    ``X``: pandas/polars DataFrame or pyarrow Table; ``y``: array-like. Text
+    and ``category`` columns of ``X`` are categorical features.
     ``predict`` returns values (regression) or class labels 0/1 (binary, with
     ``predict_proba`` for probabilities). Other parameters mean what they mean
     in :func:`groupfit.fit`.
@@ -39,6 +40,7 @@ class GroupedEstimator(_Base):
         params: Optional[Mapping[str, Any]] = None,
         valid: float = 0.2,
         features: Optional[Sequence[str]] = None,
+        categorical: Optional[Sequence[str]] = None,
         task: Optional[str] = None,
         min_rows: int = 10,
         threads: int = 0,
@@ -51,6 +53,7 @@ class GroupedEstimator(_Base):
         self.params = params
         self.valid = valid
         self.features = features
+        self.categorical = categorical
         self.task = task
         self.min_rows = min_rows
         self.threads = threads
@@ -89,6 +92,7 @@ class GroupedEstimator(_Base):
             params=self.params,
             valid=self.valid,
             features=self.features,
+            categorical=self.categorical,
             task=self.task,
             min_rows=self.min_rows,
             threads=self.threads,
@@ -138,7 +142,7 @@ class GroupedEstimator(_Base):
 
 
 _PARAMS = (
-    "model", "by", "params", "valid", "features", "task", "min_rows",
+    "model", "by", "params", "valid", "features", "categorical", "task", "min_rows",
     "threads", "seed", "strategy", "runner",
 )
 

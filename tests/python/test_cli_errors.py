@@ -95,21 +95,60 @@ def test_missing_column_in_validation_file(gf, data, tmp_path, outdir):
                 must_contain=["'f1'", str(valid)])
 
 
-def test_non_numeric_feature(gf, tmp_path, outdir):
+def test_nested_feature(gf, tmp_path, outdir):
     cols = base_cols()
-    cols["carrier"] = ["AA" if i % 2 else "UA" for i in range(len(cols["y"]))]
+    cols["tags"] = pa.array([["a"]] * len(cols["y"]))
     data = gf.write_parquet(tmp_path / "t.parquet", cols)
-    line = train_fails(gf, outdir, "--data", data, "--by", "g", "--target", "y", "--features", "f0,carrier",
-                       must_contain=["'carrier'", str(data)])
+    line = train_fails(gf, outdir, "--data", data, "--by", "g", "--target", "y", "--features", "f0,tags",
+                       must_contain=["'tags'", str(data)])
     assert "not numeric" in line
 
 
-def test_non_numeric_column_is_not_a_default_feature(gf, tmp_path):
+def test_date_feature_says_how_to_make_numbers_of_it(gf, tmp_path, outdir):
     cols = base_cols()
-    cols["carrier"] = ["AA"] * len(cols["y"])
+    cols["day"] = np.arange(len(cols["y"])).astype("datetime64[D]")
     data = gf.write_parquet(tmp_path / "t.parquet", cols)
-    s = gf.train(data, tmp_path / "m.gfm")
-    assert s["features"] == ["f0", "f1", "f2"]
+    train_fails(gf, outdir, "--data", data, "--by", "g", "--target", "y", "--features", "f0,day",
+                must_contain=["'day'", str(data), "date or time", "day of week"])
+
+
+def test_too_many_categories(gf, tmp_path, outdir):
+    cols = base_cols()
+    cols["sku"] = ["s%d" % (i % 7) for i in range(len(cols["y"]))]
+    data = gf.write_parquet(tmp_path / "t.parquet", cols)
+    train_fails(gf, outdir, "--data", data, "--by", "g", "--target", "y", "--max-categories", "5",
+                must_contain=["'sku'", str(data), "7 distinct values", "--max-categories (5)", "--by"])
+
+
+def test_text_in_validation_where_numbers_were(gf, tmp_path, outdir):
+    data = gf.write_parquet(tmp_path / "t.parquet", base_cols())
+    cols = base_cols(seed=1)
+    cols["f1"] = ["x"] * len(cols["y"])
+    valid = gf.write_parquet(tmp_path / "v.parquet", cols)
+    train_fails(gf, outdir, "--data", data, "--valid", valid, "--by", "g", "--target", "y",
+                must_contain=["'f1'", str(valid), "holds text", "held numbers in training"])
+
+
+def test_columns_are_accounted_for(gf, tmp_path):
+    cols = base_cols()
+    n = len(cols["y"])
+    cols["carrier"] = pa.array(["AA" if i % 3 else None for i in range(n)])
+    cols["fmt"] = pa.array(["big" if i % 2 else "small" for i in range(n)]).dictionary_encode()
+    cols["store_no"] = np.arange(n) % 4
+    cols["when"] = np.arange(n).astype("datetime64[s]")
+    cols["empty"] = pa.array([None] * n, pa.float64())
+    cols["tags"] = pa.array([["a"]] * n)
+    data = gf.write_parquet(tmp_path / "t.parquet", cols)
+    s = gf.train(data, tmp_path / "m.gfm", "g", "y", "--categorical", "store_no")
+    assert s["features"] == ["f0", "f1", "f2", "carrier", "fmt", "store_no"]
+    # null is a category of its own, but not a level of the dictionary
+    assert s["categorical"] == {"carrier": 1, "fmt": 2, "store_no": 4}
+    assert s["ignored"] == {"g": "a key", "when": "a date or time", "empty": "all null",
+                            "tags": "a nested type"}
+    rc, _, err = gf.run("train", "--data", data, "--by", "g", "--target", "y", "--out", tmp_path / "m2.gfm")
+    assert rc == 0, err
+    assert "4 numeric (f0, f1, f2, store_no); 2 categorical (carrier: 1 category, fmt: 2 categories)" in err, err
+    assert "left out: empty: all null" in err, err
 
 
 def test_non_numeric_target(gf, tmp_path, outdir):
@@ -396,11 +435,23 @@ def test_predict_infinite_feature(gf, model, tmp_path, outdir):
     predict_fails(gf, outdir, model, new, must_contain=["'f1'", str(new), "infinite"])
 
 
-def test_predict_non_numeric_feature(gf, model, tmp_path, outdir):
+def test_predict_text_where_numbers_were(gf, model, tmp_path, outdir):
     cols = base_cols()
     cols["f0"] = ["x"] * len(cols["y"])
     new = gf.write_parquet(tmp_path / "new.parquet", cols)
-    predict_fails(gf, outdir, model, new, must_contain=["'f0'", "not numeric"])
+    predict_fails(gf, outdir, model, new, must_contain=["'f0'", str(new), "holds text", "held numbers in training"])
+
+
+def test_predict_numbers_where_text_was(gf, tmp_path, outdir):
+    cols = base_cols()
+    cols["carrier"] = ["AA" if i % 2 else "UA" for i in range(len(cols["y"]))]
+    data = gf.write_parquet(tmp_path / "t.parquet", cols)
+    model = tmp_path / "cat.gfm"
+    gf.train(data, model)
+    cols["carrier"] = np.arange(len(cols["y"]), dtype=np.int64)
+    new = gf.write_parquet(tmp_path / "new.parquet", cols)
+    predict_fails(gf, outdir, model, new,
+                  must_contain=["'carrier'", str(new), "holds integers", "held text in training"])
 
 
 def test_predict_missing_data_file(gf, model, tmp_path, outdir):

@@ -41,7 +41,8 @@ def make_two_key_data(seed: int, task: str, groups: dict, truth_seed: int = 0) -
     for j in range(D):
         cols[f"f{j}"] = x[perm, j]
     cols["y"] = y[perm]
-    cols["note"] = ["row%d" % i for i in range(len(y))]  # non-numeric, ignored
+    # a timestamp: not a feature by default, so it is left out
+    cols["when"] = np.arange(len(y)).astype("datetime64[s]")
     return cols
 
 

@@ -93,7 +93,7 @@ fn columns_line(s: &Summary) -> String {
         let cats: Vec<String> = s
             .categorical
             .iter()
-            .map(|(c, n)| format!("{c}: {n} categories"))
+            .map(|(c, n)| format!("{c}: {n} categor{}", if *n == 1 { "y" } else { "ies" }))
             .collect();
         line += &format!("; {} categorical ({})", cats.len(), cats.join(", "));
     }

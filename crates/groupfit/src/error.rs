@@ -57,7 +57,7 @@ pub enum GroupfitError {
         max: usize,
     },
     /// A column's type differs from the training column's.
-    #[error("column '{column}' in '{path}' has type {found}, but it held {expected} in training")]
+    #[error("column '{column}' in '{path}' holds {found}, but it held {expected} in training")]
     ColumnType {
         /// The column.
         column: String,
@@ -65,7 +65,7 @@ pub enum GroupfitError {
         path: String,
         /// What training saw: "text", "integers" or "numbers".
         expected: String,
-        /// The Arrow type found.
+        /// What it holds now, with the Arrow type: "text (Utf8)".
         found: String,
     },
     /// A feature or target holds +/- infinity.

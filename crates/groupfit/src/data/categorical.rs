@@ -220,7 +220,12 @@ fn type_mismatch(column: &str, path: &Path, expected: &str, dt: &DataType) -> Gr
         column: column.to_string(),
         path: path.display().to_string(),
         expected: expected.to_string(),
-        found: dt.to_string(),
+        found: match role(dt) {
+            Role::Text => format!("text ({dt})"),
+            Role::Integer => format!("integers ({dt})"),
+            Role::Numeric => format!("numbers ({dt})"),
+            Role::Unusable(_) => dt.to_string(),
+        },
     }
 }
 
