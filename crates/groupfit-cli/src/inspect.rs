@@ -68,6 +68,7 @@ fn bundle_json(b: &ModelBundle) -> serde_json::Value {
         "task": b.task,
         "key_columns": b.key_columns,
         "features": b.features,
+        "categorical": b.categorical,
         "target": b.target,
         "configs": b.configs.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
         "impute": b.impute,
@@ -134,11 +135,19 @@ fn write_header(o: &mut Vec<u8>, b: &ModelBundle, model: &Path) -> Result<()> {
         b.target
     )?;
     writeln!(o, "keys         {}", b.key_columns.join(", "))?;
+    let features: Vec<String> = b
+        .features
+        .iter()
+        .map(|f| match b.categorical.iter().find(|d| d.feature == *f) {
+            Some(d) => format!("{f} [categorical, {} levels]", d.levels.len()),
+            None => f.clone(),
+        })
+        .collect();
     writeln!(
         o,
         "features     {} ({})",
         b.features.len(),
-        b.features.join(", ")
+        features.join(", ")
     )?;
     writeln!(
         o,
