@@ -219,3 +219,24 @@ def test_whole_group_actor_killed_is_replaced(cluster):
     remote = gf.fit(train, runner=gf.RayRunner(workers=2, max_restarts=1, fault_hook=kill_once), **kw)
     assert killed == [0] and remote.runner_info["restarts"] == [{"worker": 1, "pass": 0}]
     assert_same(native, remote, valid)
+
+
+@pytest.mark.parametrize("model,params", [("linear", {"C": [0.1, 1.0]}), ("gbdt", {"rounds": [8], "num_leaves": [4]})])
+def test_categorical_features_on_ray_equal_native(cluster, model, params):
+    # Categorical features are coded by the driver and travel as codes in
+    # whole-group shards, for every family (linear too).
+    train, valid = data("binary", 17)
+    for t in ("train", "valid"):
+        table = train if t == "train" else valid
+        cat = pa.array(["abc"[i % 3] if i % 11 else None for i in range(table.num_rows)])
+        table = table.append_column("shop", cat)
+        if t == "train":
+            train = table
+        else:
+            valid = table
+    kw = dict(by="g", target="y", model=model, params=params, valid=valid, min_rows=10, seed=3)
+    native = gf.fit(train, **kw)
+    assert native.summary["categorical"] == {"shop": 3}
+    remote = gf.fit(train, runner=gf.RayRunner(workers=2), **kw)
+    assert_same(native, remote, valid)
+    assert remote.runner_info["placement"] == "whole groups"
