@@ -11,10 +11,10 @@ use arrow_schema::Schema;
 
 use super::arguments::TrainSpec;
 use super::event::{trace_stamp, Event};
+use crate::data::csv::is_csv;
 use crate::data::keys::GroupEncoder;
 use crate::data::{
-    default_features, is_numeric, missing_column, numeric_column, parquet_schema, read_parquet,
-    Column,
+    default_features, is_numeric, missing_column, numeric_column, read_table, table_schema, Column,
 };
 use crate::error::{GroupfitError, Result};
 use crate::registry::AnyFamily;
@@ -54,32 +54,33 @@ pub(super) struct EncodedGroups {
     pub row_keys: Vec<u32>,
 }
 
-/// Reads the Parquet inputs of `spec` (only the columns it needs); the
-/// training file's features only when `family` does not read them itself.
+/// Reads the Parquet or CSV inputs of `spec` (only the columns it needs);
+/// the training file's features only when `family` does not read them
+/// itself, which it does from Parquet only.
 pub(super) fn read_files(
     spec: &TrainSpec,
     family: &dyn AnyFamily,
     on: &mut dyn FnMut(Event),
 ) -> Result<Tables> {
     let path = spec.data.as_path();
-    let schema = parquet_schema(path)?;
+    let schema = table_schema(path)?;
     let features = resolve_features(spec, &schema, path)?;
     if let Some(valid_path) = &spec.valid {
-        check_columns(spec, &features, &*parquet_schema(valid_path)?, valid_path)?;
+        check_columns(spec, &features, &*table_schema(valid_path)?, valid_path)?;
     }
     on(Event::Stage("reading"));
     let wanted = wanted_columns(spec, &features);
     let threads = resolve_threads(spec.threads);
     // A family that reads the features itself gets the keys and the target.
-    let features_read = !family.features_from_file();
+    let features_read = !family.features_from_file() || is_csv(path);
     let batch = if features_read {
-        read_parquet(path, &wanted, threads)?
+        read_table(path, &wanted, threads)?
     } else {
-        read_parquet(path, &wanted[..spec.by.len() + 1], threads)?
+        read_table(path, &wanted[..spec.by.len() + 1], threads)?
     };
     let valid = match &spec.valid {
         Some(valid_path) => Some(Table {
-            batch: read_parquet(valid_path, &wanted, threads)?,
+            batch: read_table(valid_path, &wanted, threads)?,
             path: valid_path.clone(),
         }),
         None => None,
