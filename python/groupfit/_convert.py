@@ -1,4 +1,4 @@
-"""Turning user inputs into what the engine reads: Parquet paths or Arrow streams.
+"""Turning user inputs into what the engine reads: Parquet or CSV paths, or Arrow streams.
 
 Tables cross into the engine through the Arrow C data interface
 (``__arrow_c_stream__``); nothing here loops over rows.
@@ -15,7 +15,7 @@ Source = Union[str, pa.Table]
 
 
 def to_source(data: Any, what: str = "data") -> Source:
-    """A Parquet path (``str``) or a ``pyarrow.Table`` for ``data``.
+    """A Parquet or CSV path (``str``) or a ``pyarrow.Table`` for ``data``.
 
     Accepts a path (``str`` / ``os.PathLike``), a pyarrow Table or RecordBatch,
     a pandas DataFrame (its index is dropped), a polars DataFrame, or any
@@ -35,7 +35,7 @@ def to_source(data: Any, what: str = "data") -> Source:
     if mod == "polars":
         return data.to_arrow()
     raise TypeError(
-        f"{what}: expected a Parquet path, a pyarrow Table/RecordBatch, a pandas or "
+        f"{what}: expected a Parquet or CSV path, a pyarrow Table/RecordBatch, a pandas or "
         f"polars DataFrame, or an object with __arrow_c_stream__; got {type(data).__name__}"
     )
 

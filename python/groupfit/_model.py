@@ -63,7 +63,7 @@ class GroupedModel:
         return self._bundle.task
 
     def predict(self, data: Any) -> np.ndarray:
-        """Predictions for every row of ``data`` (table or Parquet path), in row order:
+        """Predictions for every row of ``data`` (table, Parquet or CSV path), in row order:
         the probability of class 1 (binary) or the value (regression). Rows of groups
         unseen in training, or that fell back, use the global model; without one
         (``global_model=False``) such rows raise :class:`groupfit.exceptions.NoModelError`."""
@@ -127,7 +127,7 @@ def fit(
     returns a :class:`GroupedModel`.
 
     ``data``: pyarrow Table/RecordBatch, pandas or polars DataFrame, or a Parquet
-    path. ``by``: key column(s). ``valid``: a fraction of rows held out (float), or
+    or CSV path (``.csv``, ``.csv.gz``). ``by``: key column(s). ``valid``: a fraction of rows held out (float), or
     a validation table/path. ``params``: ``{"C": [0.01, 0.1, 1]}``, the grid being the
     product of the lists. ``runner``: ``"native"`` (default, in-process), ``"ray"``,
     a :class:`groupfit.runners.Runner`, or ``None`` to read ``GROUPFIT_RUNNER``.

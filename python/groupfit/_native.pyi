@@ -5,7 +5,7 @@ from typing import Any, Callable, List, Optional, Union
 
 import pyarrow as pa
 
-_Input = Union[str, PathLike[str], Any]  # a Parquet path or an object with __arrow_c_stream__
+_Input = Union[str, PathLike[str], Any]  # a Parquet or CSV path, or an object with __arrow_c_stream__
 
 class GroupfitError(Exception): ...
 class DataError(GroupfitError): ...

@@ -14,7 +14,7 @@ message, the same text the CLI prints after ``error: ``. All derive from
 - :class:`ParamError`: an invalid hyper-parameter or grid.
 - :class:`ArgumentError`: an invalid or conflicting argument.
 - :class:`ModelFileError`: a corrupt, truncated or too-new model file.
-- :class:`FileError`: a file cannot be read or written, or is not Parquet.
+- :class:`FileError`: a file cannot be read or written, or is not readable Parquet or CSV.
 - :class:`RunnerError`: a distributed runner failed (e.g. a worker died again
   after being replaced).
 """

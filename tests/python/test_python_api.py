@@ -232,7 +232,7 @@ def test_table_errors(tmp_path):
         gf.load(tmp_path / "bad.gfm")
     with pytest.raises(gfe.FileError, match="cannot read"):
         gf.load(tmp_path / "missing.gfm")
-    with pytest.raises(TypeError, match="expected a Parquet path"):
+    with pytest.raises(TypeError, match="expected a Parquet or CSV path"):
         gf.fit([1, 2, 3], by="g", target="y")
     with pytest.raises(gfe.ArgumentError, match=r"^unknown runner 'spark' \(available: native, ray\)$"):
         gf.fit(pa.table(base), by="g", target="y", runner="spark")

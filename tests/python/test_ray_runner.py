@@ -146,6 +146,20 @@ def test_actors_read_their_own_parquet_rows(cluster, tmp_path):
     assert gf.fit(train, valid=valid, runner=gf.RayRunner(workers=2), **kw).runner_info["shards_from"] == "arrow"
 
 
+def test_csv_input_is_read_by_the_driver(cluster, tmp_path):
+    # A CSV input is read whole by the driver and shipped as Arrow shards.
+    import pyarrow.csv as pacsv
+
+    train, valid = data("binary", 75)
+    tc = str(tmp_path / "train.csv")
+    pacsv.write_csv(train, tc)
+    kw = dict(by="g", target="y", valid=valid, min_rows=10)
+    native = gf.fit(tc, **kw)
+    remote = gf.fit(tc, runner=gf.RayRunner(workers=2), **kw)
+    assert_same(native, remote, valid)
+    assert remote.runner_info["shards_from"] == "arrow"
+
+
 def test_infinite_value_read_by_an_actor_names_the_file_row(cluster, tmp_path):
     train, valid = data("regression", 81)
     f1 = train.column("f1").to_numpy().copy()

@@ -35,7 +35,7 @@ struct Cli {
 enum Command {
     /// Train one model per (group, config), keep the best config per group, write a model file.
     Train(TrainArgs),
-    /// Predict every row of a Parquet file with a model file (rows routed to their group's model).
+    /// Predict every row of a Parquet or CSV file with a model file (rows routed to their group's model).
     Predict(PredictArgs),
     /// Show what a model file holds: groups, chosen configs, validation scores, fallbacks.
     Inspect(InspectArgs),
@@ -45,10 +45,10 @@ enum Command {
 
 #[derive(Args)]
 struct JobArgs {
-    /// Training data (Parquet).
+    /// Training data (Parquet, or CSV: .csv or .csv.gz).
     #[arg(long)]
     data: PathBuf,
-    /// Validation data (Parquet). Without it, --valid-fraction of the rows are held out.
+    /// Validation data (Parquet or CSV). Without it, --valid-fraction of the rows are held out.
     #[arg(long, conflicts_with = "valid_fraction")]
     valid: Option<PathBuf>,
     /// Fraction of the training file's rows held out for validation (seeded).
@@ -131,10 +131,10 @@ struct PredictArgs {
     /// Model file written by `groupfit train`.
     #[arg(long)]
     model: PathBuf,
-    /// Rows to predict (Parquet), with the key and feature columns.
+    /// Rows to predict (Parquet, or CSV: .csv or .csv.gz), with the key and feature columns.
     #[arg(long)]
     data: PathBuf,
-    /// Output Parquet: the key columns plus `prediction`, input row order.
+    /// Output: the key columns plus `prediction`, input row order; CSV if it ends in .csv or .csv.gz, else Parquet.
     #[arg(long)]
     out: PathBuf,
     /// Also write a `route` column: own, fallback (group too small / one class) or unseen.
@@ -248,7 +248,11 @@ fn train(a: TrainArgs) -> Result<()> {
     if a.json {
         emit(&serde_json::to_string(&out.summary)?);
     } else {
-        summary::print_train_summary(&out.bundle, &out.summary, &a.out);
+        let csv = [Some(&spec.data), spec.valid.as_ref()]
+            .into_iter()
+            .flatten()
+            .any(|p| groupfit::data::csv::is_csv(p));
+        summary::print_train_summary(&out.bundle, &out.summary, &a.out, csv);
     }
     Ok(())
 }

@@ -9,10 +9,12 @@ use groupfit::store::{ModelBundle, Route};
 
 use crate::format::{fmt_int, metric_name, primary};
 
-/// Prints the summary of a trained bundle written to `out`.
-pub fn print_train_summary(b: &ModelBundle, s: &Summary, out: &Path) {
+/// Prints the summary of a trained bundle written to `out`; `csv`: some
+/// input was CSV.
+pub fn print_train_summary(b: &ModelBundle, s: &Summary, out: &Path, csv: bool) {
     let lines = [
         Some(trained_line(s)),
+        csv.then(|| "read CSV, types inferred (Parquet reads faster)".to_string()),
         Some(task_line(b, s)),
         Some(columns_line(s)),
         validation_line(b),

@@ -106,7 +106,7 @@ create_exception!(
     _native,
     FileError,
     GroupfitError,
-    "A file cannot be read or written, or is not readable Parquet."
+    "A file cannot be read or written, or is not readable Parquet or CSV."
 );
 create_exception!(
     _native,
@@ -119,7 +119,9 @@ create_exception!(
 pub(crate) fn to_py(e: EngineError) -> PyErr {
     let msg = e.to_string();
     match e {
-        EngineError::Io { .. } | EngineError::Parquet { .. } => FileError::new_err(msg),
+        EngineError::Io { .. } | EngineError::Parquet { .. } | EngineError::Csv { .. } => {
+            FileError::new_err(msg)
+        }
         EngineError::MissingColumn { .. } => MissingColumnError::new_err(msg),
         EngineError::NonNumericColumn { .. } => NonNumericColumnError::new_err(msg),
         EngineError::InfiniteValue { .. } => InfiniteValueError::new_err(msg),
@@ -142,11 +144,11 @@ fn arrow_err(e: ArrowError) -> PyErr {
     ArgumentError::new_err(format!("cannot read the Arrow table: {e}"))
 }
 
-/// Training or prediction input: a Parquet path, or an Arrow stream (any
-/// object with `__arrow_c_stream__`: pyarrow Table, polars DataFrame, ...).
+/// Training or prediction input: a Parquet or CSV path, or an Arrow stream
+/// (any object with `__arrow_c_stream__`: pyarrow Table, polars DataFrame, ...).
 #[derive(FromPyObject)]
 pub(crate) enum Input {
-    /// A Parquet file.
+    /// A Parquet or CSV file.
     Path(PathBuf),
     /// An Arrow table.
     Table(PyArrowType<RecordBatchStreamReader>),
@@ -298,9 +300,9 @@ impl Source {
         match self {
             Source::Batch(b) => Ok(b.clone()),
             Source::Path(p) => {
-                let schema = groupfit::data::parquet_schema(p)?;
+                let schema = groupfit::data::table_schema(p)?;
                 let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
-                groupfit::data::read_parquet(p, &names, groupfit::util::par::resolve_threads(0))
+                groupfit::data::read_table(p, &names, groupfit::util::par::resolve_threads(0))
             }
         }
     }

@@ -24,6 +24,17 @@ pub enum GroupfitError {
         /// The decoder's reason.
         reason: String,
     },
+    /// A CSV file's record cannot be read: more or fewer fields than the
+    /// header, invalid UTF-8, or no header at all.
+    #[error("'{path}' is not readable CSV at line {line}: {reason}")]
+    Csv {
+        /// The file.
+        path: String,
+        /// The line (1-based, the header is line 1) where the record starts.
+        line: u64,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A column named on the command line is not in the file.
     #[error("column '{column}' not found in '{path}' (columns: {available})")]
     MissingColumn {

@@ -3,6 +3,8 @@
 //!
 //! * [`read_parquet`] reads the projected columns of a file into one Arrow batch;
 //!   [`read_parquet_rows`] only some of its rows (a Ray actor reading its shard).
+//! * [`table_schema`] and [`read_table`] do the same for Parquet or CSV
+//!   ([`csv`]), by the file's extension.
 //! * [`numeric_column`] turns one column into `f64` (nulls become NaN) and
 //!   rejects non-numeric types and infinities with a message naming the column.
 //! * [`keys::GroupEncoder`] maps key tuples (one or more key columns) to dense
@@ -11,6 +13,7 @@
 //!   per group, as `f32` with the rows of one group contiguous.
 
 pub mod categorical;
+pub mod csv;
 pub mod keys;
 pub mod layout;
 
@@ -102,6 +105,34 @@ pub fn parquet_schema(path: &Path) -> Result<Arc<Schema>> {
 /// A name the file lacks is a [`GroupfitError::MissingColumn`].
 pub fn read_parquet(path: &Path, columns: &[String], threads: usize) -> Result<RecordBatch> {
     read_selected(path, columns, threads, None)
+}
+
+/// The schema of a table file: a CSV file's ([`csv::is_csv`]) inferred
+/// from its values, a Parquet file's from its footer.
+pub fn table_schema(path: &Path) -> Result<Arc<Schema>> {
+    if self::csv::is_csv(path) {
+        self::csv::csv_schema(path)
+    } else {
+        parquet_schema(path)
+    }
+}
+
+/// [`read_parquet`] for a Parquet or CSV file ([`csv::is_csv`]); a CSV file
+/// is read on one thread.
+pub fn read_table(path: &Path, columns: &[String], threads: usize) -> Result<RecordBatch> {
+    if !self::csv::is_csv(path) {
+        return read_parquet(path, columns, threads);
+    }
+    let schema = self::csv::csv_schema(path)?;
+    let indices = columns
+        .iter()
+        .map(|name| {
+            schema
+                .index_of(name)
+                .map_err(|_| missing_column(name, path, &schema))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    self::csv::read_csv(path, &indices)
 }
 
 /// Reads file rows `rows` (any order, repeats allowed) of the named columns:

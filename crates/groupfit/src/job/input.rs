@@ -12,8 +12,9 @@ use super::arguments::TrainSpec;
 use super::columns::{check_present, plan_columns, ColumnAccount, ColumnPlan, Declared};
 use super::event::{trace_stamp, Event};
 use crate::data::categorical::{all_null, Dictionary, Encoding, FeatureKind};
+use crate::data::csv::is_csv;
 use crate::data::keys::GroupEncoder;
-use crate::data::{missing_column, numeric_column, parquet_schema, read_parquet, Column};
+use crate::data::{missing_column, numeric_column, read_table, table_schema, Column};
 use crate::error::{GroupfitError, Result};
 use crate::registry::AnyFamily;
 use crate::util::par::resolve_threads;
@@ -84,22 +85,22 @@ pub(super) struct EncodedGroups {
     pub row_keys: Vec<u32>,
 }
 
-/// Reads the Parquet inputs of `spec` (only the columns it needs); the
-/// training file's features only when `family` does not read them itself
-/// and none is categorical.
+/// Reads the Parquet or CSV inputs of `spec` (only the columns it needs);
+/// the training file's features only when `family` does not read them
+/// itself, which it does from Parquet only and when none is categorical.
 pub(super) fn read_files(
     spec: &TrainSpec,
     family: &dyn AnyFamily,
     on: &mut dyn FnMut(Event),
 ) -> Result<Tables> {
     let path = spec.data.as_path();
-    let schema = parquet_schema(path)?;
+    let schema = table_schema(path)?;
     let plan = plan_columns(spec, &schema, path)?;
     if let Some(valid_path) = &spec.valid {
         check_present(
             spec,
             &plan.features,
-            &*parquet_schema(valid_path)?,
+            &*table_schema(valid_path)?,
             valid_path,
         )?;
     }
@@ -108,16 +109,17 @@ pub(super) fn read_files(
     let threads = resolve_threads(spec.threads);
     // A family that reads the features itself gets the keys and the target;
     // categorical features are coded here, so then every feature is read.
-    let features_read =
-        !family.features_from_file() || plan.declared.iter().any(|d| *d != Declared::Numeric);
+    let features_read = !family.features_from_file()
+        || is_csv(path)
+        || plan.declared.iter().any(|d| *d != Declared::Numeric);
     let batch = if features_read {
-        read_parquet(path, &wanted, threads)?
+        read_table(path, &wanted, threads)?
     } else {
-        read_parquet(path, &wanted[..spec.by.len() + 1], threads)?
+        read_table(path, &wanted[..spec.by.len() + 1], threads)?
     };
     let valid = match &spec.valid {
         Some(valid_path) => Some(Table {
-            batch: read_parquet(valid_path, &wanted, threads)?,
+            batch: read_table(valid_path, &wanted, threads)?,
             path: valid_path.clone(),
         }),
         None => None,

@@ -52,8 +52,8 @@ pub use summary::{Routes, Summary, TrainOutput};
 
 use prepare::{prepare, Job, Prepared};
 
-/// Trains one model per (group, config) from Parquet files (`spec.data`,
-/// `spec.valid`), selects per group, and returns the bundle.
+/// Trains one model per (group, config) from Parquet or CSV files
+/// (`spec.data`, `spec.valid`), selects per group, and returns the bundle.
 pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput> {
     train_with(spec, family(&spec.model)?.as_ref(), on)
 }

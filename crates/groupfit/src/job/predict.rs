@@ -1,6 +1,7 @@
-//! Prediction with a trained bundle: [`predict_file`] (Parquet in, Parquet
-//! out), [`predict_batch`] (Parquet in, Arrow out) and [`predict_table`]
-//! (Arrow in and out); each row is routed to its group's model.
+//! Prediction with a trained bundle: [`predict_file`] (Parquet or CSV in,
+//! Parquet or CSV out), [`predict_batch`] (a file in, Arrow out) and
+//! [`predict_table`] (Arrow in and out); each row is routed to its group's
+//! model.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -10,7 +11,8 @@ use arrow_schema::{DataType, Field, Schema};
 use serde::Serialize;
 
 use super::input::project;
-use crate::data::{missing_column, parquet_schema, read_parquet};
+use crate::data::csv::{is_csv, write_csv};
+use crate::data::{missing_column, read_table, table_schema};
 use crate::error::{GroupfitError, Result};
 use crate::store::ModelBundle;
 use crate::util::par::resolve_threads;
@@ -35,13 +37,13 @@ pub fn predict_batch(
     data: &Path,
     with_route: bool,
 ) -> Result<(RecordBatch, PredictReport)> {
-    let schema = parquet_schema(data)?;
+    let schema = table_schema(data)?;
     for column in bundle.key_columns.iter().chain(&bundle.features) {
         if schema.index_of(column).is_err() {
             return Err(missing_column(column, data, &schema));
         }
     }
-    let batch = read_parquet(data, &bundle_columns(bundle), resolve_threads(0))?;
+    let batch = read_table(data, &bundle_columns(bundle), resolve_threads(0))?;
     predict_table(bundle, &batch, data, with_route)
 }
 
@@ -95,8 +97,9 @@ fn bundle_columns(bundle: &ModelBundle) -> Vec<String> {
     wanted
 }
 
-/// Loads `model`, predicts `data` and writes `out` (Parquet: key columns +
-/// `prediction` [+ `route`]) atomically.
+/// Loads `model`, predicts `data` and writes `out` (key columns +
+/// `prediction` [+ `route`]) atomically: CSV when `out` ends in `.csv` or
+/// `.csv.gz`, else Parquet.
 pub fn predict_file(
     model: &Path,
     data: &Path,
@@ -105,7 +108,11 @@ pub fn predict_file(
 ) -> Result<PredictReport> {
     let bundle = ModelBundle::load(model)?;
     let (batch, report) = predict_batch(&bundle, data, with_route)?;
-    write_parquet(out, &batch)?;
+    if is_csv(out) {
+        write_csv(out, &batch)?;
+    } else {
+        write_parquet(out, &batch)?;
+    }
     Ok(report)
 }
 
