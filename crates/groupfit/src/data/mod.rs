@@ -13,6 +13,7 @@
 pub mod categorical;
 pub mod keys;
 pub mod layout;
+pub mod onehot;
 
 use std::fs::File;
 use std::path::Path;
