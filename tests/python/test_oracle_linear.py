@@ -12,7 +12,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, Ridge
 
-from conftest import TIGHT, features_of, make_grouped
+from conftest import TIGHT, features_of, make_grouped, sigmoid
 
 SIZES = {"a": 300, "b": 800, "c": 1300, "d": 2000}
 RTOL = 1e-4
@@ -261,3 +261,211 @@ def test_block_and_padding_boundaries(gf, tmp_path, task, d):
         rows = g == key
         assert_matches(f"group {key}, d={d}", gf.coef(groups[key]), sk_fit(task, c, x[rows], y[rows]))
     assert_matches(f"global, d={d}", gf.coef(ins["global"]), sk_fit(task, c, x, y))
+
+
+# ---------------------------------------------------------------------------
+# Categorical features: one-hot per group
+# ---------------------------------------------------------------------------
+#
+# Each group's model (and the global model, over every row) must predict as
+# sklearn's pipeline does on that group's rows: the numeric features as they
+# are (the linear family's coefficients are in raw feature space, as above),
+# the categorical ones through OneHotEncoder(handle_unknown="ignore") (raw
+# 0/1 columns, null a category of its own, a category unseen in the group's
+# rows all zeros), then LogisticRegression(C) / Ridge(alpha=1/C).
+
+NULL = "<null>"  # sklearn's stand-in for a null category
+
+
+def make_categorical(seed, sizes, task, levels=(4, 9), d=3, null_frac=0.06):
+    """make_grouped data plus text columns c0.. (levels c{i}_{l}, skewed
+    frequencies, nulls) whose levels shift the margin by group-dependent effects."""
+    cols, _ = make_grouped(seed=seed, sizes=sizes, d=d, task="regression")
+    rng = np.random.default_rng(seed + 1)
+    g = np.asarray(cols["g"])
+    x = features_of(cols)
+    keys = list(sizes)
+    w = rng.normal(0.0, 0.8, size=(len(keys), d))
+    margin = np.zeros(len(g))
+    for k, key in enumerate(keys):
+        rows = g == key
+        margin[rows] = x[rows] @ w[k]
+    for i, n in enumerate(levels):
+        lv = np.minimum((rng.random(len(g)) ** 2 * n).astype(int), n - 1)
+        null = rng.random(len(g)) < null_frac
+        effect = rng.normal(0.0, 1.0, size=(len(keys), n + 1))
+        for k, key in enumerate(keys):
+            rows = g == key
+            margin[rows] += effect[k, np.where(null[rows], n, lv[rows])]
+        cols[f"c{i}"] = [None if z else f"c{i}_{v}" for v, z in zip(lv, null)]
+    if task == "binary":
+        cols["y"] = (rng.random(len(g)) < sigmoid(margin)).astype(np.float64)
+    else:
+        cols["y"] = margin + 0.3 * rng.standard_normal(len(g))
+    return cols
+
+
+def cat_matrix(cols, names):
+    return np.array([[NULL if v is None else v for v in cols[n]] for n in names], dtype=object).T
+
+
+def sk_pipeline(task, c, n_num, n_cat, num_transform="passthrough"):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    ct = ColumnTransformer([
+        ("num", num_transform, list(range(n_num))),
+        ("cat", OneHotEncoder(handle_unknown="ignore", sparse_output=False), list(range(n_num, n_num + n_cat))),
+    ])
+    if task == "binary":
+        est = LogisticRegression(C=c, tol=1e-12, max_iter=10000)
+    else:
+        est = Ridge(alpha=1.0 / c, tol=1e-12)
+    return make_pipeline(ct, est)
+
+
+def sk_predict(model, task, x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return model.predict_proba(x)[:, 1] if task == "binary" else model.predict(x)
+
+
+def sk_fit_pipeline(task, c, x_num, x_cat, y, num_transform="passthrough"):
+    model = sk_pipeline(task, c, x_num.shape[1], x_cat.shape[1], num_transform)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(np.hstack([x_num, x_cat]), y)
+    return model
+
+
+CAT_SIZES = {"a": 400, "b": 900, "c": 1500}
+
+
+def check_onehot_oracle(gf, tmp_path, task, c, cols, num_transform="passthrough"):
+    """Trains groupfit on `cols`, then predicts every training row and a set of
+    new rows (an unseen category, nulls, every group's key and an unseen key) and
+    compares with sklearn per group; returns the largest absolute difference."""
+    cat_names = sorted(k for k in cols if k.startswith("c") and k[1:].isdigit())
+    data = gf.write_parquet(tmp_path / "train.parquet", cols)
+    model = tmp_path / "model.gfm"
+    summary = gf.train(data, model, "g", "y", "--task", task, "--param", f"C={c}", *TIGHT,
+                       "--valid-fraction", "0")
+    assert summary["not_converged"] == 0
+    x, y, g = features_of(cols), np.asarray(cols["y"]), np.asarray(cols["g"])
+    xc = cat_matrix(cols, cat_names)
+    # New rows: each training row again, under every key, with c0 replaced by an
+    # unseen value on every third row and by null on every fifth.
+    new = {k: [] for k in ["g", *[f"f{j}" for j in range(x.shape[1])], *cat_names]}
+    keys = [*CAT_SIZES, "zz_unseen"]
+    pick = np.arange(0, len(y), 7)
+    for key in keys:
+        for i, r in enumerate(pick):
+            new["g"].append(key)
+            for j in range(x.shape[1]):
+                new[f"f{j}"].append(np.float32(x[r, j]))
+            for name in cat_names:
+                v = cols[name][r]
+                if name == "c0" and i % 3 == 0:
+                    v = "never_seen"
+                elif name == "c0" and i % 5 == 0:
+                    v = None
+                new[name].append(v)
+    for j in range(x.shape[1]):
+        new[f"f{j}"] = np.asarray(new[f"f{j}"], dtype=np.float32)
+    new_path = gf.write_parquet(tmp_path / "new.parquet", new)
+    out = tmp_path / "p.parquet"
+    gf.predict(model, new_path, out)
+    got = gf.read_parquet(out).column("prediction").to_numpy()
+    nx, ng = features_of(new), np.asarray(new["g"])
+    nxc = cat_matrix(new, cat_names)
+    worst = 0.0
+    for key in keys:
+        rows = g == key if key in CAT_SIZES else np.ones(len(g), dtype=bool)
+        sk = sk_fit_pipeline(task, c, x[rows], xc[rows], y[rows], num_transform)
+        at = ng == key
+        want = sk_predict(sk, task, np.hstack([nx[at], nxc[at]]))
+        diff = float(np.max(np.abs(got[at] - want)))
+        assert diff < 1e-4, f"{task} C={c} group {key}: max abs prediction difference {diff}"
+        worst = max(worst, diff)
+    return worst
+
+
+@pytest.mark.parametrize("task", ["binary", "regression"])
+@pytest.mark.parametrize("c", [0.1, 1.0, 10.0])
+def test_onehot_groups_and_global_match_the_sklearn_pipeline(gf, tmp_path, task, c):
+    cols = make_categorical(seed=61, sizes=CAT_SIZES, task=task)
+    worst = check_onehot_oracle(gf, tmp_path, task, c, cols)
+    print(f"{task} C={c}: max abs prediction difference {worst:.2e}")
+
+
+@pytest.mark.parametrize("task", ["binary", "regression"])
+def test_onehot_matches_the_pipeline_with_a_scaler_when_scaling_is_the_identity(gf, tmp_path, task):
+    """With StandardScaler on the numeric columns, sklearn penalises standardised
+    coefficients where the linear family penalises raw ones; on numeric columns
+    standardised in every group (so also over all rows) the two problems are the
+    same, and the one-hot part must still match the pipeline."""
+    from sklearn.preprocessing import StandardScaler
+
+    cols = make_categorical(seed=62, sizes=CAT_SIZES, task=task)
+    g = np.asarray(cols["g"])
+    for j in range(3):
+        f = np.asarray(cols[f"f{j}"], dtype=np.float64)
+        for key in CAT_SIZES:
+            rows = g == key
+            f[rows] = (f[rows] - f[rows].mean()) / f[rows].std()
+        cols[f"f{j}"] = f.astype(np.float32)
+    check_onehot_oracle(gf, tmp_path, task, 1.0, cols, StandardScaler())
+
+
+def test_onehot_cap_folds_rare_categories_into_other(gf, tmp_path):
+    """max_cat: the most frequent categories keep columns, the rest share "other";
+    min_cat_rows: rarer categories fold too. Matches sklearn on the folded data."""
+    sizes = {"a": 1500}
+    cols = make_categorical(seed=63, sizes=sizes, task="regression", levels=(12,))
+    data = gf.write_parquet(tmp_path / "t.parquet", cols)
+    counts = {}
+    for v in cols["c0"]:
+        counts[v] = counts.get(v, 0) + 1
+    # Most frequent first, ties by level order (null first, then sorted text).
+    order = sorted(counts, key=lambda v: (-counts[v], v is not None, v or ""))
+    for params, kept in [
+        (["--param", "max_cat=4"], set(order[:4])),
+        (["--param", f"min_cat_rows={counts[order[5]] + 1}"], {v for v in counts if counts[v] > counts[order[5]]}),
+    ]:
+        model = tmp_path / "m.gfm"
+        gf.train(data, model, "g", "y", "--task", "regression", *TIGHT, "--valid-fraction", "0", *params)
+        ins = gf.inspect(model)
+        cats = ins["groups"][0]["categories"]
+        with_column = {e["level"] for e in cats if "level" in e}
+        other = [e for e in cats if "other" in e]
+        assert with_column == kept
+        assert len(other) == 1 and set(other[0]["other"]) == set(counts) - kept
+        # The same model as sklearn's on the data with the folded levels merged.
+        folded = {k: list(v) if isinstance(v, list) else v for k, v in cols.items()}
+        folded["c0"] = [v if v in kept else "<other>" for v in cols["c0"]]
+        x, y = features_of(cols), np.asarray(cols["y"])
+        sk = sk_fit_pipeline("regression", 1.0, x, cat_matrix(folded, ["c0"]), y)
+        p = tmp_path / "p.parquet"
+        gf.predict(model, data, p)
+        got = gf.read_parquet(p).column("prediction").to_numpy()
+        want = sk_predict(sk, "regression", np.hstack([x, cat_matrix(folded, ["c0"])]))
+        assert np.max(np.abs(got - want)) < 1e-4
+        assert len(kept) < len(counts)
+
+
+def test_inspect_names_each_category_and_its_coefficient(gf, tmp_path):
+    cols = make_categorical(seed=64, sizes={"a": 600, "b": 600}, task="binary", levels=(3,))
+    data = gf.write_parquet(tmp_path / "t.parquet", cols)
+    model = tmp_path / "m.gfm"
+    gf.train(data, model, "g", "y", "--valid-fraction", "0", "--param", "max_cat=2")
+    ins = gf.inspect(model)
+    cats = ins["global"]["categories"]
+    assert {e["feature"] for e in cats} == {"c0"}
+    assert [e["level"] for e in cats if "level" in e] == ["c0_0", "c0_1"]
+    assert set(next(e for e in cats if "other" in e)["other"]) == {None, "c0_2"}
+    text = gf.ok("inspect", model)
+    assert "category coefficients, global model:" in text
+    assert "category coefficients, group a:" in text
+    line = next(ln for ln in text.splitlines() if ln.strip().startswith("c0 "))
+    assert "c0_0 " in line and "other (2 levels) " in line

@@ -5,7 +5,9 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Result;
+use groupfit::data::categorical::{Dictionary, NULL_CODE};
 use groupfit::data::keys::display_key;
+use groupfit::linear::model::OneHotCoef;
 use groupfit::store::{FittedModel, GlobalEntry, GroupEntry, ModelBundle, Route};
 
 use crate::emit;
@@ -22,6 +24,7 @@ pub fn inspect(model: &Path, json: bool, top: usize) -> Result<()> {
     let mut buf: Vec<u8> = Vec::new();
     write_header(&mut buf, &b, model)?;
     write_groups(&mut buf, &b, top)?;
+    write_categories(&mut buf, &b, top)?;
     write_fallbacks(&mut buf, &b, top)?;
     let _ = std::io::stdout().lock().write_all(&buf);
     Ok(())
@@ -78,6 +81,52 @@ fn bundle_json(b: &ModelBundle) -> serde_json::Value {
     })
 }
 
+/// The dictionary of feature `j` (a categorical feature's).
+fn dictionary(b: &ModelBundle, j: usize) -> Option<&Dictionary> {
+    b.categorical.iter().find(|d| d.feature == b.features[j])
+}
+
+/// The name of a category's level: its text (`None` for null).
+fn level_name(dict: Option<&Dictionary>, code: f64) -> Option<String> {
+    if code == NULL_CODE {
+        return None;
+    }
+    Some(dict.map_or_else(|| format!("code {code}"), |d| d.level(code).to_string()))
+}
+
+/// A linear model's category coefficients: one entry per column of each
+/// categorical feature, `{"feature", "level" (null for null), "coef"}`,
+/// and for the "other" column `{"feature", "other": [levels], "coef"}`.
+fn categories_json(b: &ModelBundle, onehot: &[OneHotCoef]) -> serde_json::Value {
+    let mut out = Vec::new();
+    for o in onehot {
+        let (j, dict) = (o.map.feature, dictionary(b, o.map.feature));
+        for (&code, &coef) in o.map.codes.iter().zip(&o.coef) {
+            out.push(serde_json::json!({
+                "feature": b.features[j], "level": level_name(dict, code), "coef": coef,
+            }));
+        }
+        if !o.map.other.is_empty() {
+            let levels: Vec<Option<String>> =
+                o.map.other.iter().map(|&c| level_name(dict, c)).collect();
+            out.push(serde_json::json!({
+                "feature": b.features[j], "other": levels, "coef": o.coef[o.map.codes.len()],
+            }));
+        }
+    }
+    out.into()
+}
+
+/// Adds `categories` (see [`categories_json`]) to a model's entry when it
+/// is a linear model with categorical features.
+fn add_categories(v: &mut serde_json::Value, b: &ModelBundle, m: Option<&FittedModel>) {
+    if let Some(FittedModel::Linear(l)) = m {
+        if !l.onehot.is_empty() {
+            v["categories"] = categories_json(b, &l.onehot);
+        }
+    }
+}
+
 /// One group's entry, with its model's feature importance (trees).
 fn group_json(b: &ModelBundle, g: &GroupEntry) -> serde_json::Value {
     let mut v = serde_json::json!({
@@ -98,6 +147,7 @@ fn group_json(b: &ModelBundle, g: &GroupEntry) -> serde_json::Value {
     if let Some(imp) = importance(&b.features, g.model.as_ref()) {
         v["importance"] = importance_json(imp);
     }
+    add_categories(&mut v, b, g.model.as_ref());
     v
 }
 
@@ -107,6 +157,7 @@ fn global_json(b: &ModelBundle, gl: &GlobalEntry) -> serde_json::Value {
     if let Some(imp) = importance(&b.features, Some(&gl.model)) {
         v["importance"] = importance_json(imp);
     }
+    add_categories(&mut v, b, Some(&gl.model));
     v
 }
 
@@ -245,6 +296,62 @@ fn write_group(o: &mut Vec<u8>, b: &ModelBundle, g: &GroupEntry, trees: bool) ->
             .map_or_else(|| "-".to_string(), |k| b.configs[k].name.clone()),
         primary(b.task, &g.valid).map_or("-".into(), |v| format!("{v:.4}"))
     )?;
+    Ok(())
+}
+
+/// Linear models' category coefficients: the global model's, then those of
+/// the `top` largest groups with their own models (0: all), one line per
+/// categorical feature: `level coef, ...`, then `other (n levels) coef`.
+fn write_categories(o: &mut Vec<u8>, b: &ModelBundle, top: usize) -> Result<()> {
+    if b.family != "linear" || b.categorical.is_empty() {
+        return Ok(());
+    }
+    let mut order: Vec<&GroupEntry> = b.groups.iter().filter(|g| g.model.is_some()).collect();
+    order.sort_by_key(|g| std::cmp::Reverse(g.n_train));
+    let shown = if top == 0 {
+        order.len()
+    } else {
+        top.min(order.len())
+    };
+    let models = b
+        .global
+        .as_ref()
+        .map(|gl| ("global model".to_string(), &gl.model))
+        .into_iter()
+        .chain(order[..shown].iter().map(|g| {
+            (
+                format!("group {}", display_key(&g.key)),
+                g.model.as_ref().unwrap(),
+            )
+        }));
+    for (name, m) in models {
+        let FittedModel::Linear(l) = m else { continue };
+        writeln!(o)?;
+        writeln!(o, "category coefficients, {name}:")?;
+        for c in &l.onehot {
+            let (j, dict) = (c.map.feature, dictionary(b, c.map.feature));
+            let mut parts: Vec<String> = c
+                .map
+                .codes
+                .iter()
+                .zip(&c.coef)
+                .map(|(&code, coef)| {
+                    format!(
+                        "{} {coef:.4}",
+                        level_name(dict, code).unwrap_or("null".into())
+                    )
+                })
+                .collect();
+            if !c.map.other.is_empty() {
+                parts.push(format!(
+                    "other ({} levels) {:.4}",
+                    c.map.other.len(),
+                    c.coef[c.map.codes.len()]
+                ));
+            }
+            writeln!(o, "  {:<12} {}", b.features[j], parts.join(", "))?;
+        }
+    }
     Ok(())
 }
 

@@ -134,6 +134,60 @@ impl<M> FamilyFit<M> {
     }
 }
 
+/// Fits a grid in parts (`parts`: config indices, each config in one part;
+/// e.g. the configs that share a one-hot encoding, so a layout): `fit(i,
+/// ks)` fits part `i`, whose configs are `ks`, and the units go back in grid
+/// order. The parts' reports add up (passes, seconds; the most cut groups);
+/// the imputation values are the first part's.
+pub fn fit_parts<M>(
+    parts: &[Vec<usize>],
+    n_configs: usize,
+    mut fit: impl FnMut(usize, &[usize]) -> Result<FamilyFit<M>>,
+) -> Result<FamilyFit<M>> {
+    if let [only] = parts {
+        if only.iter().copied().eq(0..n_configs) {
+            return fit(0, only);
+        }
+    }
+    let mut units: Vec<Vec<Option<UnitFit<M>>>> = Vec::new();
+    let mut merged: Option<(Vec<f64>, RunReport)> = None;
+    for (i, ks) in parts.iter().enumerate() {
+        let part = fit(i, ks)?;
+        units.resize_with(part.units.len(), Vec::new);
+        for (slot, us) in units.iter_mut().zip(part.units) {
+            if us.is_empty() {
+                continue;
+            }
+            slot.resize_with(n_configs, || None);
+            for (&k, u) in ks.iter().zip(us) {
+                slot[k] = Some(u);
+            }
+        }
+        match &mut merged {
+            None => merged = Some((part.impute, part.report)),
+            Some((_, r)) => {
+                r.passes += part.report.passes;
+                r.passes_s += part.report.passes_s;
+                r.cut_groups = r.cut_groups.max(part.report.cut_groups);
+            }
+        }
+    }
+    let (impute, report) = merged.ok_or_else(|| GroupfitError::arg("no configs to fit"))?;
+    let units = units
+        .into_iter()
+        .map(|us| {
+            us.into_iter()
+                .map(|u| u.expect("every config in one part"))
+                .collect()
+        })
+        .collect();
+    Ok(FamilyFit {
+        units,
+        impute,
+        report,
+    })
+}
+
 /// A model family.
 pub trait Family {
     /// The fitted model of one unit.

@@ -6,6 +6,7 @@
 //! padded with zeros to a multiple of [`LANES`] and its feature count to a
 //! multiple of 4, so kernels stream whole SIMD vectors with no transposition.
 
+use super::onehot::{lookup, OneHotPlan};
 use super::Column;
 use crate::error::{GroupfitError, Result};
 
@@ -43,6 +44,11 @@ pub struct Block<'a> {
 /// With `with_global`, one extra pseudo-group (index `n_groups`) holds every
 /// training row again, standardised by the global statistics: the global model
 /// is then one more work unit, planned and solved like any other.
+///
+/// Built with a [`OneHotPlan`] ([`GroupedMatrix::build_encoded`]), the
+/// columns are the plan's: the numeric features, standardised, then the
+/// categorical features one-hot, per each row's group's encoding (the global
+/// copy per the global one), as raw 0/1 (mean 0, scale 1).
 #[derive(Debug, Clone)]
 pub struct GroupedMatrix {
     d: usize,
@@ -56,10 +62,13 @@ pub struct GroupedMatrix {
     block_off: Vec<usize>,
     mean: Vec<f64>,
     scale: Vec<f64>,
+    /// Per input feature (a categorical one: 0).
     impute: Vec<f64>,
     /// Per group, the index its first block has in the whole group (0 unless
     /// the matrix holds a shard of a group that starts further in).
     block_base: Vec<usize>,
+    /// The one-hot columns' plan, when there are categorical features.
+    onehot: Option<OneHotPlan>,
 }
 
 /// Standardisation given from outside instead of computed from the rows: a
@@ -122,7 +131,14 @@ impl GroupedMatrix {
     /// blocks. Returns the matrix; [`GroupedMatrix::impute`] gives the values
     /// that replaced NaN.
     pub fn build(input: LayoutInput<'_>) -> Result<GroupedMatrix> {
-        Self::build_inner(input, None)
+        Self::build_inner(input, None, None)
+    }
+
+    /// Builds the layout with the columns of `plan` (built for the same
+    /// rows and groups): the numeric features as [`GroupedMatrix::build`]
+    /// does, then each categorical feature's one-hot block.
+    pub fn build_encoded(input: LayoutInput<'_>, plan: OneHotPlan) -> Result<GroupedMatrix> {
+        Self::build_inner(input, None, Some(plan))
     }
 
     /// Builds the layout with the given standardisation (no statistics
@@ -144,11 +160,19 @@ impl GroupedMatrix {
                 "layout: given statistics do not match the groups and features",
             ));
         }
-        Self::build_inner(input, Some(given))
+        Self::build_inner(input, Some(given), None)
     }
 
-    fn build_inner(input: LayoutInput<'_>, given: Option<GivenStats<'_>>) -> Result<GroupedMatrix> {
-        let d = input.columns.len();
+    fn build_inner(
+        input: LayoutInput<'_>,
+        given: Option<GivenStats<'_>>,
+        plan: Option<OneHotPlan>,
+    ) -> Result<GroupedMatrix> {
+        let d_in = input.columns.len();
+        let numeric: Vec<usize> = plan
+            .as_ref()
+            .map_or_else(|| (0..d_in).collect(), |p| p.numeric.clone());
+        let d = plan.as_ref().map_or(d_in, OneHotPlan::width);
         if input.group_of.len() != input.rows.len() {
             return Err(GroupfitError::arg(
                 "layout: rows and group ids differ in length",
@@ -177,9 +201,18 @@ impl GroupedMatrix {
             dp,
             src: &sorted.src,
         };
-        let per_column = standardise_columns(&input, given, &shape, SharedOut(x.as_mut_ptr()));
+        let out = SharedOut(x.as_mut_ptr());
+        let per_column = standardise_columns(&input, &numeric, given, &shape, out);
         stamp("columns");
-        let (mean, scale, impute) = group_major_stats(per_column, g_total, d);
+        if let Some(p) = &plan {
+            onehot_columns(&input, p, &shape, out);
+            stamp("one-hot columns");
+        }
+        let (mean, scale, stats_impute) = group_major_stats(per_column, g_total, d);
+        let mut impute = vec![0.0; d_in];
+        for (i, &j) in numeric.iter().enumerate() {
+            impute[j] = stats_impute[i];
+        }
         Ok(GroupedMatrix {
             d,
             dp,
@@ -192,12 +225,19 @@ impl GroupedMatrix {
             scale,
             impute,
             block_base: given.map_or_else(|| vec![0; g_total], |gs| gs.block_base.to_vec()),
+            onehot: plan,
         })
     }
 
-    /// The value that replaced a missing value of each feature (training mean).
+    /// The value that replaced a missing value of each input feature
+    /// (training mean; 0 for a categorical feature).
     pub fn impute(&self) -> &[f64] {
         &self.impute
+    }
+
+    /// The one-hot plan of [`GroupedMatrix::build_encoded`].
+    pub fn onehot(&self) -> Option<&OneHotPlan> {
+        self.onehot.as_ref()
     }
 
     /// Feature rows stored per block (`d` rounded up to 4).
@@ -246,7 +286,7 @@ impl GroupedMatrix {
             .collect()
     }
 
-    /// Number of features.
+    /// Number of columns (the input features, or the one-hot plan's columns).
     pub fn d(&self) -> usize {
         self.d
     }
@@ -379,16 +419,18 @@ impl BlockMap {
     }
 }
 
-/// Standardises every column into the blocks through `out`, the columns
-/// spread over `input.threads` threads; returns each column's statistics
-/// (computed from the rows, or taken from `given`) with its index.
+/// Standardises the input columns `numeric` into the blocks' first feature
+/// rows through `out` (column `numeric[j]` into row `j`), the columns spread
+/// over `input.threads` threads; returns each column's statistics (computed
+/// from the rows, or taken from `given`) with its row.
 fn standardise_columns(
     input: &LayoutInput<'_>,
+    numeric: &[usize],
     given: Option<GivenStats<'_>>,
     shape: &Shape<'_>,
     out: SharedOut,
 ) -> Vec<(usize, ColumnStats)> {
-    let d = input.columns.len();
+    let d = numeric.len();
     let threads = input.threads.clamp(1, d.max(1));
     let group_rows: Vec<f64> = shape
         .offsets
@@ -399,8 +441,9 @@ fn standardise_columns(
         (t..d)
             .step_by(threads)
             .map(|j| {
+                let column = &input.columns[numeric[j]];
                 let st = match given {
-                    None => crate::with_values!(input.columns[j], |v| column_pass(
+                    None => crate::with_values!(column, |v| column_pass(
                         v,
                         input,
                         &group_rows,
@@ -408,7 +451,7 @@ fn standardise_columns(
                         j,
                         out
                     )),
-                    Some(gs) => crate::with_values!(input.columns[j], |v| given_column_pass(
+                    Some(gs) => crate::with_values!(column, |v| given_column_pass(
                         v, input, &gs, shape, j, out
                     )),
                 };
@@ -425,6 +468,92 @@ fn standardise_columns(
                 .flat_map(|h| h.join().expect("layout thread panicked"))
                 .collect()
         })
+    }
+}
+
+/// Writes every categorical feature's one-hot block through `out` (the
+/// features spread over `input.threads` threads; the blocks' other feature
+/// rows are another thread's or already written).
+fn onehot_columns(input: &LayoutInput<'_>, plan: &OneHotPlan, shape: &Shape<'_>, out: SharedOut) {
+    let nb = plan.blocks.len();
+    let threads = input.threads.clamp(1, nb.max(1));
+    let work = |t: usize| {
+        for b in (t..nb).step_by(threads) {
+            crate::with_values!(input.columns[plan.blocks[b].feature], |v| {
+                gather_onehot(v, input, shape, plan, b, out)
+            });
+        }
+    };
+    if threads == 1 {
+        work(0);
+    } else {
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let work = &work;
+                s.spawn(move || work(t));
+            }
+        });
+    }
+}
+
+/// Writes 1.0 in block `b`'s column of each training row's category, per
+/// its group's encoding (and in the global copy, per the global encoding);
+/// an uncoded category leaves the row's columns zero.
+fn gather_onehot<T: Copy + Into<f64>>(
+    v: &[T],
+    input: &LayoutInput<'_>,
+    shape: &Shape<'_>,
+    plan: &OneHotPlan,
+    b: usize,
+    out: SharedOut,
+) {
+    let ng = input.n_groups;
+    let base = plan.blocks[b].base;
+    let mut table = Vec::new();
+    let mut global = Vec::new();
+    if input.with_global {
+        plan.map(b, ng).fill(&mut global);
+    }
+    // The global copy's current block: its offset and width.
+    let (mut global_off, mut global_width) = (0, 0);
+    for g in 0..ng {
+        let map = plan.map(b, g);
+        map.fill(&mut table);
+        let (b0, b1) = (shape.first_block[g], shape.first_block[g + 1]);
+        for blk in b0..b1 {
+            let p0 = shape.offsets[g] + (blk - b0) * BLOCK;
+            let p1 = (p0 + BLOCK).min(shape.offsets[g + 1]);
+            let off = shape.block_off[blk];
+            let width = (shape.block_off[blk + 1] - off) / shape.dp;
+            for (i, &r) in shape.src[p0..p1].iter().enumerate() {
+                let c: f64 = v[r as usize].into();
+                let s = lookup(&table, c);
+                if s != u32::MAX {
+                    // SAFETY: slot i of feature row `base + s` (< dp: the
+                    // block is as wide as the widest encoding) of block
+                    // `blk`, written by no other thread (threads own blocks).
+                    unsafe { *out.0.add(off + (base + s as usize) * width + i) = 1.0 };
+                }
+                if input.with_global {
+                    let p = p0 + i;
+                    if p.is_multiple_of(BLOCK) {
+                        let gb = shape.first_block[ng] + p / BLOCK;
+                        global_off = shape.block_off[gb];
+                        global_width = (shape.block_off[gb + 1] - global_off) / shape.dp;
+                    }
+                    let s = lookup(&global, c);
+                    if s != u32::MAX {
+                        // SAFETY: as above, in the global copy's block.
+                        unsafe {
+                            *out.0
+                                .add(global_off + (base + s as usize) * global_width + p % BLOCK) =
+                                1.0
+                        };
+                    }
+                }
+            }
+        }
+        map.clear(&mut table);
     }
 }
 
@@ -736,6 +865,79 @@ mod tests {
         // row order is kept inside the group: standardised values increase
         let v: Vec<f32> = (0..n).map(|i| m.row(0, i)[0]).collect();
         assert!(v.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn categorical_features_become_raw_one_hot_columns_per_group() {
+        use crate::data::categorical::{FeatureKind, NULL_CODE};
+        use crate::data::onehot::{Cap, OneHotPlan, PlanInput};
+        // Feature 0 categorical (3 levels), feature 1 numeric. Groups
+        // [0, 1, 0, 1, 0]; codes [2, 0, null, 0, 2]; max_cat 1.
+        // Group 0: 2 (2 rows) kept, null in "other": columns [2, other].
+        // Group 1: 0 kept: [0]. Global: 0 and 2 (2 rows each), 0 wins the
+        // tie: [0, other]. Layout: numeric, then a block of 2.
+        let cols = vec![
+            Column::Owned(vec![2.0, 0.0, NULL_CODE, 0.0, 2.0]),
+            Column::Owned(vec![1.0, 2.0, 3.0, f64::NAN, 5.0]),
+        ];
+        let kinds = [FeatureKind::Categorical { levels: 3 }, FeatureKind::Numeric];
+        let (rows, gid) = ([0u32, 1, 2, 3, 4], [0u32, 1, 0, 1, 0]);
+        let plan = OneHotPlan::build(PlanInput {
+            columns: &cols,
+            kinds: &kinds,
+            rows: &rows,
+            group_of: &gid,
+            n_groups: 2,
+            cap: Cap {
+                max_cat: 1,
+                min_cat_rows: 1,
+            },
+            threads: 1,
+        });
+        let m = GroupedMatrix::build_encoded(
+            LayoutInput {
+                columns: &cols,
+                target: &[0.0; 5],
+                rows: &rows,
+                group_of: &gid,
+                n_groups: 2,
+                with_global: true,
+                threads: 2,
+            },
+            plan,
+        )
+        .unwrap();
+        assert_eq!(m.d(), 3);
+        // The numeric feature's mean (of 1, 2, 3, 5) imputes; 0 for codes.
+        assert_eq!(m.impute(), &[0.0, 2.75]);
+        assert_eq!(m.mean(0), &[3.0, 0.0, 0.0]);
+        assert!((m.scale(0)[0] - (8.0f64 / 3.0).sqrt()).abs() < 1e-12);
+        assert_eq!(m.scale(0)[1..], [1.0, 1.0]);
+        // Group 0's rows (2, null, 2): one-hot [1, 0], [0, 1], [1, 0].
+        let onehot = |g: usize, i: usize| m.row(g, i)[1..].to_vec();
+        assert_eq!(
+            (onehot(0, 0), onehot(0, 1), onehot(0, 2)),
+            (vec![1.0, 0.0], vec![0.0, 1.0], vec![1.0, 0.0])
+        );
+        // Group 1's rows (0, 0): [1, 0] twice (its second column unused).
+        assert_eq!(
+            (onehot(1, 3), onehot(1, 4)),
+            (vec![1.0, 0.0], vec![1.0, 0.0])
+        );
+        // The global copy, in group-sorted order (2, null, 2, 0, 0): 0 kept.
+        let global: Vec<Vec<f32>> = (5..10).map(|i| onehot(2, i)).collect();
+        assert_eq!(
+            global,
+            vec![
+                vec![0.0, 1.0],
+                vec![0.0, 1.0],
+                vec![0.0, 1.0],
+                vec![1.0, 0.0],
+                vec![1.0, 0.0]
+            ]
+        );
+        assert_eq!(m.mean(2)[1..], [0.0, 0.0]);
+        assert_eq!(m.onehot().unwrap().map(0, 1).codes, vec![0.0]);
     }
 
     #[test]

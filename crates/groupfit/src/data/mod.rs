@@ -16,6 +16,7 @@ pub mod categorical;
 pub mod csv;
 pub mod keys;
 pub mod layout;
+pub mod onehot;
 
 use std::fs::File;
 use std::path::Path;

@@ -5,9 +5,10 @@ use super::grouped::{explain_grouped, fit_grouped};
 use super::model::LinearModel;
 use super::params::{LinearConfig, LinearParams};
 use crate::data::layout::{GroupedMatrix, LayoutInput};
+use crate::data::onehot::{self, Cap, OneHotPlan, PlanInput};
 use crate::error::Result;
 use crate::exec::{Explain, PassProgress};
-use crate::family::{Family, FamilyFit, TrainData, UnitFit};
+use crate::family::{fit_parts, Family, FamilyFit, TrainData, UnitFit};
 use crate::tune::{Builder, ConfigEntry};
 
 /// Regularised linear and logistic regression (sklearn's objective).
@@ -24,9 +25,10 @@ pub fn configs(points: &[ConfigEntry]) -> Result<Vec<LinearConfig>> {
 }
 
 /// The linear family's layout: group-sorted, standardised, with the global
-/// pseudo-group when the global model is fitted.
-fn layout(data: &TrainData<'_>) -> Result<GroupedMatrix> {
-    GroupedMatrix::build(LayoutInput {
+/// pseudo-group when the global model is fitted; with a `cap` (there are
+/// categorical features), their one-hot columns per group.
+fn layout(data: &TrainData<'_>, cap: Option<Cap>) -> Result<GroupedMatrix> {
+    let input = LayoutInput {
         columns: data.columns,
         target: data.target,
         rows: data.rows,
@@ -34,6 +36,85 @@ fn layout(data: &TrainData<'_>) -> Result<GroupedMatrix> {
         n_groups: data.n_groups,
         with_global: data.fit[data.n_groups],
         threads: data.threads,
+    };
+    match cap {
+        None => GroupedMatrix::build(input),
+        Some(cap) => {
+            let t = std::time::Instant::now();
+            let plan = OneHotPlan::build(PlanInput {
+                columns: data.columns,
+                kinds: data.kinds,
+                rows: data.rows,
+                group_of: data.group_of,
+                n_groups: data.n_groups,
+                cap,
+                threads: data.threads,
+            });
+            if crate::util::trace::trace() {
+                eprintln!(
+                    "[groupfit] one-hot encodings: {} columns for {} features, {:.1} ms",
+                    plan.width(),
+                    data.kinds.len(),
+                    t.elapsed().as_secs_f64() * 1e3
+                );
+            }
+            GroupedMatrix::build_encoded(input, plan)
+        }
+    }
+}
+
+/// The grid in parts that share a layout: one part, unless there are
+/// categorical features and the configs differ in `max_cat` or
+/// `min_cat_rows`; each part's cap (`None`: no categorical features).
+fn layout_parts(data: &TrainData<'_>, configs: &[LinearConfig]) -> Vec<(Option<Cap>, Vec<usize>)> {
+    if !onehot::any_categorical(data.kinds) {
+        return vec![(None, (0..configs.len()).collect())];
+    }
+    let caps: Vec<Cap> = configs.iter().map(LinearConfig::cap).collect();
+    onehot::parts(&caps)
+        .into_iter()
+        .map(|(c, ks)| (Some(c), ks))
+        .collect()
+}
+
+/// Fits the grid `configs` on one layout.
+fn fit_layout(
+    data: &TrainData<'_>,
+    configs: &[LinearConfig],
+    cap: Option<Cap>,
+    on: &mut dyn FnMut(PassProgress),
+) -> Result<FamilyFit<LinearModel>> {
+    let matrix = layout(data, cap)?;
+    if crate::util::trace::trace() {
+        eprintln!("[groupfit] linear layout built");
+    }
+    let (fitted, report) = fit_grouped(
+        &matrix,
+        data.task,
+        configs,
+        data.fit,
+        data.strategy,
+        data.threads,
+        on,
+    );
+    let mut units: Vec<Vec<UnitFit<LinearModel>>> = fitted
+        .into_iter()
+        .map(|us| {
+            us.into_iter()
+                .map(|u| UnitFit {
+                    model: u.model,
+                    iterations: u.iterations,
+                    converged: u.converged,
+                })
+                .collect()
+        })
+        .collect();
+    // Without the global pseudo-group, its (empty) entry.
+    units.resize_with(data.n_groups + 1, Vec::new);
+    Ok(FamilyFit {
+        units,
+        impute: matrix.impute().to_vec(),
+        report,
     })
 }
 
@@ -55,43 +136,19 @@ impl Family for Linear {
         on: &mut dyn FnMut(PassProgress),
     ) -> Result<FamilyFit<LinearModel>> {
         let configs = configs(points)?;
-        let matrix = layout(data)?;
-        if crate::util::trace::trace() {
-            eprintln!("[groupfit] linear layout built");
-        }
-        let (fitted, report) = fit_grouped(
-            &matrix,
-            data.task,
-            &configs,
-            data.fit,
-            data.strategy,
-            data.threads,
-            on,
-        );
-        let mut units: Vec<Vec<UnitFit<LinearModel>>> = fitted
-            .into_iter()
-            .map(|us| {
-                us.into_iter()
-                    .map(|u| UnitFit {
-                        model: u.model,
-                        iterations: u.iterations,
-                        converged: u.converged,
-                    })
-                    .collect()
-            })
-            .collect();
-        // Without the global pseudo-group, its (empty) entry.
-        units.resize_with(data.n_groups + 1, Vec::new);
-        Ok(FamilyFit {
-            units,
-            impute: matrix.impute().to_vec(),
-            report,
+        let parts = layout_parts(data, &configs);
+        let ks: Vec<Vec<usize>> = parts.iter().map(|p| p.1.clone()).collect();
+        fit_parts(&ks, configs.len(), |i, ks| {
+            let sub: Vec<LinearConfig> = ks.iter().map(|&k| configs[k]).collect();
+            fit_layout(data, &sub, parts[i].0, &mut *on)
         })
     }
 
     fn explain(&self, data: &TrainData<'_>, points: &[ConfigEntry]) -> Result<Explain> {
         let configs = configs(points)?;
-        let matrix = layout(data)?;
+        // The first part's layout (the grid's first config's encoding) for
+        // every config.
+        let matrix = layout(data, layout_parts(data, &configs)[0].0)?;
         Ok(explain_grouped(
             &matrix,
             data.task,

@@ -248,7 +248,19 @@ pub fn fit_grouped(
         .map(|(g, us)| {
             us.into_iter()
                 .map(|u| FittedUnit {
-                    model: LinearModel::from_standardised(&u.w, matrix.mean(g), matrix.scale(g)),
+                    model: match matrix.onehot() {
+                        None => {
+                            LinearModel::from_standardised(&u.w, matrix.mean(g), matrix.scale(g))
+                        }
+                        Some(plan) => LinearModel::from_onehot(
+                            &u.w,
+                            matrix.mean(g),
+                            matrix.scale(g),
+                            plan,
+                            g,
+                            matrix.impute().len(),
+                        ),
+                    },
                     iterations: u.iter,
                     converged: u.status == Status::Converged,
                 })

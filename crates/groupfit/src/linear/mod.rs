@@ -22,5 +22,5 @@ pub mod params;
 pub mod solver;
 
 pub use family::{configs, Linear};
-pub use model::LinearModel;
+pub use model::{LinearModel, OneHotCoef};
 pub use params::{LinearConfig, LinearParams, PARAM_NAMES};

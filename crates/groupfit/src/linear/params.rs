@@ -3,10 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::data::onehot::Cap;
 use crate::error::{GroupfitError, Result};
 
 /// The names `--param` accepts for the linear family.
-pub const PARAM_NAMES: &[&str] = &["C", "tol", "max_iter"];
+pub const PARAM_NAMES: &[&str] = &["C", "tol", "max_iter", "max_cat", "min_cat_rows"];
 
 /// Builder for the linear family's hyper-parameters.
 ///
@@ -21,6 +22,7 @@ pub struct LinearParams {
     c: f64,
     tol: f64,
     max_iter: u32,
+    cap: Cap,
 }
 
 impl Default for LinearParams {
@@ -29,12 +31,14 @@ impl Default for LinearParams {
             c: 1.0,
             tol: 1e-4,
             max_iter: 100,
+            cap: Cap::default(),
         }
     }
 }
 
 impl LinearParams {
-    /// Defaults: `C = 1`, `tol = 1e-4` (sklearn's default), `max_iter = 100`.
+    /// Defaults: `C = 1`, `tol = 1e-4` (sklearn's default), `max_iter = 100`,
+    /// `max_cat = 64`, `min_cat_rows = 1`.
     pub fn new() -> Self {
         Self::default()
     }
@@ -61,11 +65,30 @@ impl LinearParams {
         self
     }
 
+    /// Most categories of a categorical feature with a one-hot column of
+    /// their own in a group (the most frequent); the others share one
+    /// "other" column.
+    pub fn max_cat(mut self, max_cat: usize) -> Self {
+        self.cap.max_cat = max_cat;
+        self
+    }
+
+    /// Fewest training rows of a category (in the group) with a one-hot
+    /// column of its own; rarer ones share the "other" column.
+    pub fn min_cat_rows(mut self, min_cat_rows: usize) -> Self {
+        self.cap.min_cat_rows = min_cat_rows;
+        self
+    }
+
     /// Sets a parameter by its `--param` name.
     pub fn set(self, name: &str, value: f64) -> Result<Self> {
         Ok(match name {
             "C" => self.c(value),
             "tol" => self.tol(value),
+            "max_cat" | "min_cat_rows" => Self {
+                cap: self.cap.set(name, value)?,
+                ..self
+            },
             "max_iter" => {
                 if value.fract() != 0.0 || value < 1.0 || value > u32::MAX as f64 {
                     return Err(GroupfitError::param(
@@ -104,10 +127,12 @@ impl LinearParams {
         if self.max_iter == 0 {
             return Err(GroupfitError::param("max_iter", "must be at least 1"));
         }
+        let cap = self.cap.check()?;
         Ok(LinearConfig {
             c: self.c,
             tol: self.tol,
             max_iter: self.max_iter,
+            cap,
         })
     }
 }
@@ -118,6 +143,8 @@ pub struct LinearConfig {
     c: f64,
     tol: f64,
     max_iter: u32,
+    #[serde(default)]
+    cap: Cap,
 }
 
 impl LinearConfig {
@@ -133,6 +160,10 @@ impl LinearConfig {
     pub fn max_iter(&self) -> u32 {
         self.max_iter
     }
+    /// Which categories get one-hot columns (`max_cat`, `min_cat_rows`).
+    pub fn cap(&self) -> Cap {
+        self.cap
+    }
 }
 
 #[cfg(test)]
@@ -146,7 +177,7 @@ mod tests {
         let e = LinearParams::new().set("alpha", 1.0).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "invalid parameter 'alpha': unknown for model linear (known: C, tol, max_iter)"
+            "invalid parameter 'alpha': unknown for model linear (known: C, tol, max_iter, max_cat, min_cat_rows)"
         );
         let cfg = LinearParams::new()
             .set("max_iter", 7.0)
@@ -154,5 +185,16 @@ mod tests {
             .check()
             .unwrap();
         assert_eq!(cfg.max_iter(), 7);
+        let cfg = LinearParams::new()
+            .set("max_cat", 3.0)
+            .unwrap()
+            .set("min_cat_rows", 5.0)
+            .unwrap()
+            .check()
+            .unwrap();
+        assert_eq!((cfg.cap().max_cat, cfg.cap().min_cat_rows), (3, 5));
+        assert_eq!(LinearParams::new().check().unwrap().cap(), Cap::default());
+        assert!(LinearParams::new().set("max_cat", 0.0).is_err());
+        assert!(LinearParams::new().set("min_cat_rows", 1.5).is_err());
     }
 }

@@ -4,9 +4,10 @@
 use super::grouped::{fit_grouped, group_stream, FitOptions, MlpData, MlpInput, MlpPass};
 use super::model::MlpModel;
 use super::params::{display_param, encode_param, word_form, MlpConfig, MlpParams};
+use crate::data::onehot::{self, Cap, OneHotPlan, PlanInput};
 use crate::error::{GroupfitError, Result};
 use crate::exec::{explain, Explain, PassProgress};
-use crate::family::{Family, FamilyFit, TrainData, UnitFit};
+use crate::family::{fit_parts, Family, FamilyFit, TrainData, UnitFit};
 use crate::tune::{Builder, ConfigEntry, ParamWords};
 
 /// The MLP family behind `--model mlp`.
@@ -37,13 +38,20 @@ pub fn configs(points: &[ConfigEntry]) -> Result<Vec<MlpConfig>> {
     .configs(points)
 }
 
-/// Imputation values, the layout and every group's RNG stream.
-fn prepare(data: &TrainData<'_>) -> (Vec<f64>, MlpData, Vec<u64>) {
-    let impute = data.impute.map_or_else(
+/// Imputation values (0 for a categorical feature), the layout (with a
+/// `cap`: one-hot columns for the categorical features) and every group's
+/// RNG stream.
+fn prepare(data: &TrainData<'_>, cap: Option<Cap>) -> (Vec<f64>, MlpData, Vec<u64>) {
+    let mut impute = data.impute.map_or_else(
         || crate::data::training_means(data.columns, data.rows),
         <[f64]>::to_vec,
     );
-    let layout = MlpData::build(MlpInput {
+    for (v, k) in impute.iter_mut().zip(data.kinds) {
+        if k.levels().is_some() {
+            *v = 0.0;
+        }
+    }
+    let input = MlpInput {
         columns: data.columns,
         target: data.target,
         rows: data.rows,
@@ -52,7 +60,22 @@ fn prepare(data: &TrainData<'_>) -> (Vec<f64>, MlpData, Vec<u64>) {
         fit: data.fit,
         impute: &impute,
         threads: data.threads,
-    });
+    };
+    let layout = match cap {
+        None => MlpData::build(input),
+        Some(cap) => {
+            let plan = OneHotPlan::build(PlanInput {
+                columns: data.columns,
+                kinds: data.kinds,
+                rows: data.rows,
+                group_of: data.group_of,
+                n_groups: data.n_groups,
+                cap,
+                threads: data.threads,
+            });
+            MlpData::build_encoded(input, plan)
+        }
+    };
     let streams: Vec<u64> = (0..=data.n_groups)
         .map(|g| group_stream(data.keys.get(g)))
         .collect();
@@ -76,7 +99,9 @@ impl Family for Mlp {
 
     fn explain(&self, data: &TrainData<'_>, points: &[ConfigEntry]) -> Result<Explain> {
         let configs = configs(points)?;
-        let (_, layout, streams) = prepare(data);
+        // The first part's layout (the grid's first config's encoding) for
+        // every config.
+        let (_, layout, streams) = prepare(data, layout_parts(data, &configs)[0].0);
         let family = MlpPass::new(&layout, data.task, &configs, &streams, data.seed);
         let units = family.initial_units(data.fit, data.threads);
         Ok(explain(&family, units, &family.slot_ranges(), data.threads))
@@ -102,53 +127,82 @@ impl Family for Mlp {
                 f32::MAX
             )));
         }
-        let t = std::time::Instant::now();
-        let (impute, layout, streams) = prepare(data);
-        if crate::util::trace::trace() {
-            eprintln!(
-                "[groupfit] mlp layout: {:.1} ms",
-                t.elapsed().as_secs_f64() * 1e3
-            );
-        }
-        let (fitted, report, flops) = fit_grouped(
-            &layout,
-            &configs,
-            FitOptions {
-                task: data.task,
-                fit: data.fit,
-                streams: &streams,
-                seed: data.seed,
-                strategy: data.strategy,
-                workers: data.threads,
-            },
-            on,
-        );
-        if crate::util::trace::trace() {
-            eprintln!(
-                "[groupfit] mlp training steps: {:.3} GFLOP in {:.3} s of passes = {:.2} GFLOP/s",
-                flops / 1e9,
-                report.passes_s,
-                flops / 1e9 / report.passes_s.max(1e-9)
-            );
-        }
-        let units = fitted
-            .into_iter()
-            .map(|us| {
-                us.into_iter()
-                    .map(|u| UnitFit {
-                        model: u.model,
-                        iterations: u.iterations,
-                        converged: true,
-                    })
-                    .collect()
-            })
-            .collect();
-        Ok(FamilyFit {
-            units,
-            impute,
-            report,
+        let parts = layout_parts(data, &configs);
+        let ks: Vec<Vec<usize>> = parts.iter().map(|p| p.1.clone()).collect();
+        fit_parts(&ks, configs.len(), |i, ks| {
+            let sub: Vec<MlpConfig> = ks.iter().map(|&k| configs[k].clone()).collect();
+            fit_layout(data, &sub, parts[i].0, &mut *on)
         })
     }
+}
+
+/// The grid in parts that share a layout: one part, unless there are
+/// categorical features and the configs differ in `max_cat` or
+/// `min_cat_rows`; each part's cap (`None`: no categorical features).
+fn layout_parts(data: &TrainData<'_>, configs: &[MlpConfig]) -> Vec<(Option<Cap>, Vec<usize>)> {
+    if !onehot::any_categorical(data.kinds) {
+        return vec![(None, (0..configs.len()).collect())];
+    }
+    let caps: Vec<Cap> = configs.iter().map(MlpConfig::cap).collect();
+    onehot::parts(&caps)
+        .into_iter()
+        .map(|(c, ks)| (Some(c), ks))
+        .collect()
+}
+
+/// Fits the grid `configs` on one layout.
+fn fit_layout(
+    data: &TrainData<'_>,
+    configs: &[MlpConfig],
+    cap: Option<Cap>,
+    on: &mut dyn FnMut(PassProgress),
+) -> Result<FamilyFit<MlpModel>> {
+    let t = std::time::Instant::now();
+    let (impute, layout, streams) = prepare(data, cap);
+    if crate::util::trace::trace() {
+        eprintln!(
+            "[groupfit] mlp layout: {:.1} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    let (fitted, report, flops) = fit_grouped(
+        &layout,
+        configs,
+        FitOptions {
+            task: data.task,
+            fit: data.fit,
+            streams: &streams,
+            seed: data.seed,
+            strategy: data.strategy,
+            workers: data.threads,
+        },
+        on,
+    );
+    if crate::util::trace::trace() {
+        eprintln!(
+            "[groupfit] mlp training steps: {:.3} GFLOP in {:.3} s of passes = {:.2} GFLOP/s",
+            flops / 1e9,
+            report.passes_s,
+            flops / 1e9 / report.passes_s.max(1e-9)
+        );
+    }
+    let units = fitted
+        .into_iter()
+        .map(|us| {
+            us.into_iter()
+                .map(|u| UnitFit {
+                    model: u.model,
+                    iterations: u.iterations,
+                    converged: true,
+                })
+                .collect()
+        })
+        .collect();
+    Ok(FamilyFit {
+        units,
+        impute,
+        report,
+    })
 }
 
 #[cfg(test)]

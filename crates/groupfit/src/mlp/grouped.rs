@@ -24,12 +24,20 @@ use super::init::{epoch_permutation, init_params};
 use super::kernel::{batch_gradients, optimizer_step, Net, OptState, StepScratch};
 use super::model::MlpModel;
 use super::params::MlpConfig;
+use crate::data::onehot::{lookup, OneHotPlan};
 use crate::data::{Column, Task};
 use crate::exec::{run_passes, PartialStep, PassProgress, RunReport};
 use crate::plan::Strategy;
 
 /// The training rows of every fitted group, standardised by the group's own
 /// mean and standard deviation, row-major `f32`, group after group.
+///
+/// With a [`OneHotPlan`] ([`MlpData::build_encoded`]), a row's columns are
+/// the plan's: the numeric features, standardised, then each categorical
+/// feature's one-hot block, per the row's group's encoding, as raw 0/1
+/// (mean 0, standard deviation 1). A group's network reads only the
+/// columns it uses ([`OneHotPlan::columns`]): the others are zero, and so
+/// are its first-layer weights on them.
 #[derive(Debug, Clone)]
 pub struct MlpData {
     d: usize,
@@ -39,6 +47,7 @@ pub struct MlpData {
     mean: Vec<f64>,
     std: Vec<f64>,
     src: Vec<u32>,
+    onehot: Option<OneHotPlan>,
 }
 
 /// What [`MlpData::build`] reads.
@@ -67,29 +76,52 @@ impl MlpData {
     /// missing values, and standardises each group by its own statistics
     /// (population standard deviation, 1 where it is 0).
     pub fn build(input: MlpInput<'_>) -> MlpData {
+        Self::build_inner(input, None)
+    }
+
+    /// [`MlpData::build`] with the columns of `plan` (built for the same
+    /// rows and groups; see the type's docs).
+    pub fn build_encoded(input: MlpInput<'_>, plan: OneHotPlan) -> MlpData {
+        Self::build_inner(input, Some(plan))
+    }
+
+    fn build_inner(input: MlpInput<'_>, plan: Option<OneHotPlan>) -> MlpData {
         debug_assert_eq!(input.group_of.len(), input.rows.len());
+        let numeric: Vec<usize> = plan
+            .as_ref()
+            .map_or_else(|| (0..input.columns.len()).collect(), |p| p.numeric.clone());
+        let d = plan.as_ref().map_or(numeric.len(), OneHotPlan::width);
         let order = RowOrder::new(&input);
         let y: Vec<f32> = order
             .src
             .iter()
             .map(|&r| input.target[r as usize] as f32)
             .collect();
-        let stats = GroupStats::new(&input, &order);
-        let x = standardised_rows(&input, &order, &stats);
+        let stats = GroupStats::new(&input, &order, &numeric, d);
+        let mut x = standardised_rows(&input, &order, &stats, &numeric, d);
+        if let Some(p) = &plan {
+            onehot_rows(&input, &order, p, d, &mut x);
+        }
         MlpData {
-            d: input.columns.len(),
+            d,
             x,
             y,
             start: order.start,
             mean: stats.mean,
             std: stats.std,
             src: order.src,
+            onehot: plan,
         }
     }
 
-    /// Features.
+    /// Columns of a row (the features, or the one-hot plan's columns).
     pub fn d(&self) -> usize {
         self.d
+    }
+
+    /// The one-hot plan of [`MlpData::build_encoded`].
+    pub fn onehot(&self) -> Option<&OneHotPlan> {
+        self.onehot.as_ref()
     }
     /// Rows of group `g`.
     pub fn rows_of(&self, g: usize) -> usize {
@@ -152,19 +184,21 @@ impl RowOrder {
 }
 
 /// Each (pseudo-)group's mean and population standard deviation (1 where
-/// it is 0) of every imputed feature, `(n_groups + 1) x d`.
+/// it is 0) of every imputed feature, `(n_groups + 1) x d` (a one-hot
+/// column: 0 and 1).
 struct GroupStats {
     mean: Vec<f64>,
     std: Vec<f64>,
 }
 
 impl GroupStats {
-    /// The statistics, columns spread over the threads.
-    fn new(input: &MlpInput<'_>, order: &RowOrder) -> GroupStats {
-        let d = input.columns.len();
+    /// The statistics of the input columns `numeric` (row columns
+    /// `0..numeric.len()` of `width`), columns spread over the threads.
+    fn new(input: &MlpInput<'_>, order: &RowOrder, numeric: &[usize], width: usize) -> GroupStats {
+        let d = numeric.len();
         let ng = input.n_groups;
         let threads = input.threads.max(1);
-        let column_stats = |j: usize| column_stats(input, order, j);
+        let column_stats = |i: usize| column_stats(input, order, numeric[i]);
         let per_column: Vec<(Vec<f64>, Vec<f64>)> = if threads == 1 || d < 2 {
             (0..d).map(column_stats).collect()
         } else {
@@ -184,12 +218,12 @@ impl GroupStats {
             all.sort_by_key(|(j, _)| *j);
             all.into_iter().map(|(_, st)| st).collect()
         };
-        let mut mean = vec![0.0; (ng + 1) * d];
-        let mut std = vec![1.0; (ng + 1) * d];
+        let mut mean = vec![0.0; (ng + 1) * width];
+        let mut std = vec![1.0; (ng + 1) * width];
         for (j, (m, sd)) in per_column.iter().enumerate() {
             for g in 0..=ng {
-                mean[g * d + j] = m[g];
-                std[g * d + j] = sd[g];
+                mean[g * width + j] = m[g];
+                std[g * width + j] = sd[g];
             }
         }
         GroupStats { mean, std }
@@ -264,9 +298,16 @@ fn mean_and_std(part: &[u32], get: impl Fn(u32) -> f64) -> (f64, f64) {
 /// the global model, its global rows) stay in cache until every column is
 /// written. Reading in layout order instead fetches a cache line of the
 /// table per value when the groups are small.
-fn standardised_rows(input: &MlpInput<'_>, order: &RowOrder, stats: &GroupStats) -> Vec<f32> {
+///
+/// Input column `numeric[i]` goes to row column `i` (of `d`).
+fn standardised_rows(
+    input: &MlpInput<'_>,
+    order: &RowOrder,
+    stats: &GroupStats,
+    numeric: &[usize],
+    d: usize,
+) -> Vec<f32> {
     const CHUNK: usize = 1024;
-    let d = input.columns.len();
     let ng = input.n_groups;
     let threads = input.threads.max(1);
     let (start, dest) = (&order.start, &order.dest);
@@ -278,10 +319,10 @@ fn standardised_rows(input: &MlpInput<'_>, order: &RowOrder, stats: &GroupStats)
         let out = out;
         for c0 in (lo..hi).step_by(CHUNK) {
             let ks = c0..(c0 + CHUNK).min(hi);
-            for j in 0..d {
-                let fill = input.impute[j];
+            for (j, &col) in numeric.iter().enumerate() {
+                let fill = input.impute[col];
                 let gm = ng * d + j;
-                crate::with_values!(input.columns[j], |v| {
+                crate::with_values!(input.columns[col], |v| {
                     for k in ks.clone() {
                         let a = v[input.rows[k] as usize] as f64;
                         let a = if a.is_nan() { fill } else { a };
@@ -308,7 +349,7 @@ fn standardised_rows(input: &MlpInput<'_>, order: &RowOrder, stats: &GroupStats)
             }
         }
     };
-    if d > 0 {
+    if !numeric.is_empty() {
         let per = n.div_ceil(threads).max(1);
         std::thread::scope(|sc| {
             for lo in (0..n).step_by(per) {
@@ -318,6 +359,46 @@ fn standardised_rows(input: &MlpInput<'_>, order: &RowOrder, stats: &GroupStats)
         });
     }
     x
+}
+
+/// Writes 1.0 in each row's one-hot column of every categorical feature
+/// of `plan` (per the row's group's encoding; the global rows per the
+/// global one) into `x` (rows of `d` columns), group by group.
+fn onehot_rows(input: &MlpInput<'_>, order: &RowOrder, plan: &OneHotPlan, d: usize, x: &mut [f32]) {
+    for b in 0..plan.blocks.len() {
+        crate::with_values!(input.columns[plan.blocks[b].feature], |v| {
+            onehot_block(v, input.n_groups, order, plan, b, d, x)
+        });
+    }
+}
+
+/// [`onehot_rows`] of block `b` (codes `v`).
+fn onehot_block<T: Copy + Into<f64>>(
+    v: &[T],
+    n_groups: usize,
+    order: &RowOrder,
+    plan: &OneHotPlan,
+    b: usize,
+    d: usize,
+    x: &mut [f32],
+) {
+    let base = plan.blocks[b].base;
+    let mut table = Vec::new();
+    for g in 0..=n_groups {
+        let (p0, p1) = (order.start[g], order.start[g + 1]);
+        if p0 == p1 {
+            continue;
+        }
+        let map = plan.map(b, g);
+        map.fill(&mut table);
+        for p in p0..p1 {
+            let k = lookup(&table, v[order.src[p] as usize].into());
+            if k != u32::MAX {
+                x[p * d + base + k as usize] = 1.0;
+            }
+        }
+        map.clear(&mut table);
+    }
 }
 
 /// Training state of one (group, config) network.
@@ -419,9 +500,20 @@ impl<'a> MlpPass<'a> {
         })
     }
 
-    /// A fresh unit for config `k` of group `g`.
+    /// A fresh unit for config `k` of group `g`. With one-hot columns, the
+    /// network is initialised as one over the group's own columns alone
+    /// (so as the group trained alone), its first-layer weights on the
+    /// other columns zero (their inputs are zero: they stay zero).
     pub fn new_unit(&self, g: usize, k: usize) -> MlpUnit {
-        let params = init_params(&self.widths[k], self.seed, self.streams[g]);
+        let params = match self.data.onehot().map(|p| p.columns(g)) {
+            Some(cols) if cols.len() < self.data.d() => {
+                let mut own = self.widths[k].clone();
+                own[0] = cols.len();
+                let p = init_params(&own, self.seed, self.streams[g]);
+                widen_first_layer(&p, &cols, self.data.d(), own[1])
+            }
+            _ => init_params(&self.widths[k], self.seed, self.streams[g]),
+        };
         let n = self.data.rows_of(g);
         let mut perm = Vec::new();
         epoch_permutation(n, self.seed, self.streams[g], 0, &mut perm);
@@ -598,6 +690,48 @@ impl PartialStep for MlpPass<'_> {
     }
 }
 
+/// Parameters of a network over `cols.len()` inputs as those of one over
+/// `d` inputs: input `i`'s first-layer weights (`h` of them) become those
+/// of input `cols[i]`; the other inputs' are zero.
+fn widen_first_layer(p: &[f32], cols: &[usize], d: usize, h: usize) -> Vec<f32> {
+    let n = cols.len();
+    let mut out = vec![0.0f32; d * h];
+    for (i, &c) in cols.iter().enumerate() {
+        out[c * h..(c + 1) * h].copy_from_slice(&p[i * h..(i + 1) * h]);
+    }
+    out.extend_from_slice(&p[n * h..]);
+    out
+}
+
+/// A network over a one-hot layout's columns as a model of group `g` over
+/// the features: the first layer keeps the rows of the group's own columns
+/// (numeric features, then its encodings' columns), the standardisation
+/// goes to the numeric features' places (0 and 1 for categorical ones),
+/// and the model keeps the group's encodings.
+fn onehot_model(mut m: MlpModel, plan: &OneHotPlan, g: usize) -> MlpModel {
+    let cols = plan.columns(g);
+    let first = &mut m.layers[0];
+    let h = first.n_out;
+    let mut w = Vec::with_capacity(cols.len() * h);
+    for &c in &cols {
+        w.extend_from_slice(&first.w[c * h..(c + 1) * h]);
+    }
+    first.w = w;
+    first.n_in = cols.len();
+    let d = plan.numeric.len() + plan.blocks.len();
+    let (mut mean, mut std) = (vec![0.0; d], vec![1.0; d]);
+    for (i, &j) in plan.numeric.iter().enumerate() {
+        mean[j] = m.mean[i];
+        std[j] = m.std[i];
+    }
+    m.mean = mean;
+    m.std = std;
+    m.onehot = (0..plan.blocks.len())
+        .map(|b| plan.map(b, g).clone())
+        .collect();
+    m
+}
+
 /// One fitted network.
 #[derive(Debug, Clone)]
 pub struct FittedUnit {
@@ -665,15 +799,21 @@ pub fn fit_grouped(
         .map(|(g, us)| {
             us.into_iter()
                 .enumerate()
-                .map(|(k, u)| FittedUnit {
-                    iterations: u.epoch,
-                    model: MlpModel::from_flat(
+                .map(|(k, u)| {
+                    let m = MlpModel::from_flat(
                         u.params,
                         &family.widths[k],
                         data.mean(g).to_vec(),
                         data.std(g).to_vec(),
                         u.epoch_loss,
-                    ),
+                    );
+                    FittedUnit {
+                        iterations: u.epoch,
+                        model: match data.onehot() {
+                            Some(plan) => onehot_model(m, plan, g),
+                            None => m,
+                        },
+                    }
                 })
                 .collect()
         })

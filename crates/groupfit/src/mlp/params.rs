@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::data::onehot::Cap;
 use crate::error::{GroupfitError, Result};
 
 /// The names `--param` accepts for the MLP family.
@@ -14,6 +15,8 @@ pub const PARAM_NAMES: &[&str] = &[
     "batch_size",
     "weight_decay",
     "optimizer",
+    "max_cat",
+    "min_cat_rows",
 ];
 
 /// Most hidden layers `layers` can encode.
@@ -150,6 +153,7 @@ pub struct MlpParams {
     batch_size: u32,
     weight_decay: f64,
     optimizer: Optimizer,
+    cap: Cap,
 }
 
 impl Default for MlpParams {
@@ -162,6 +166,7 @@ impl Default for MlpParams {
             batch_size: 256,
             weight_decay: 0.0,
             optimizer: Optimizer::Adam,
+            cap: Cap::default(),
         }
     }
 }
@@ -218,6 +223,19 @@ impl MlpParams {
         self.optimizer = optimizer;
         self
     }
+    /// Most categories of a categorical feature with a one-hot input of
+    /// their own in a group (the most frequent); the others share one
+    /// "other" input.
+    pub fn max_cat(mut self, max_cat: usize) -> Self {
+        self.cap.max_cat = max_cat;
+        self
+    }
+    /// Fewest training rows of a category (in the group) with a one-hot
+    /// input of its own; rarer ones share the "other" input.
+    pub fn min_cat_rows(mut self, min_cat_rows: usize) -> Self {
+        self.cap.min_cat_rows = min_cat_rows;
+        self
+    }
 
     /// Sets a parameter by its `--param` name (word values encoded by [`encode_param`]).
     pub fn set(self, name: &str, value: f64) -> Result<Self> {
@@ -228,6 +246,10 @@ impl MlpParams {
             "epochs" => self.epochs(positive_int(name, value, 1e6)? as u32),
             "batch_size" => self.batch_size(positive_int(name, value, 1e8)? as u32),
             "weight_decay" => self.weight_decay(value),
+            "max_cat" | "min_cat_rows" => Self {
+                cap: self.cap.set(name, value)?,
+                ..self
+            },
             "optimizer" => self.optimizer(match value {
                 v if v == 0.0 => Optimizer::Adam,
                 v if v == 1.0 => Optimizer::Sgd,
@@ -284,6 +306,7 @@ impl MlpParams {
         if self.batch_size == 0 {
             return Err(GroupfitError::param("batch_size", "must be at least 1"));
         }
+        let cap = self.cap.check()?;
         Ok(MlpConfig {
             layers,
             lr: self.lr,
@@ -291,6 +314,7 @@ impl MlpParams {
             batch_size: self.batch_size,
             weight_decay: self.weight_decay,
             optimizer: self.optimizer,
+            cap,
         })
     }
 }
@@ -304,6 +328,8 @@ pub struct MlpConfig {
     batch_size: u32,
     weight_decay: f64,
     optimizer: Optimizer,
+    #[serde(default)]
+    cap: Cap,
 }
 
 impl MlpConfig {
@@ -330,6 +356,10 @@ impl MlpConfig {
     /// The optimizer.
     pub fn optimizer(&self) -> Optimizer {
         self.optimizer
+    }
+    /// Which categories get one-hot inputs (`max_cat`, `min_cat_rows`).
+    pub fn cap(&self) -> Cap {
+        self.cap
     }
     /// Widths of every layer including input `d` and the single output.
     pub fn widths(&self, d: usize) -> Vec<usize> {
@@ -398,6 +428,13 @@ mod tests {
         assert_eq!(c.n_params(3), 256 + 2080 + 33);
         assert!(MlpParams::new().set("layers", 64.5).is_err());
         assert!(MlpParams::new().set("epochs", 1.5).is_err());
+        let c = MlpParams::new()
+            .set("max_cat", 2.0)
+            .unwrap()
+            .check()
+            .unwrap();
+        assert_eq!(c.cap().max_cat, 2);
+        assert!(MlpParams::new().set("min_cat_rows", 0.0).is_err());
     }
 
     #[test]

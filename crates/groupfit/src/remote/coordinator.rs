@@ -231,6 +231,7 @@ impl Coordinator {
                     model: LinearModel {
                         coef: m[4..4 + d].to_vec(),
                         intercept: m[4 + d],
+                        onehot: Vec::new(),
                     },
                 });
             }

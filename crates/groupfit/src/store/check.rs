@@ -3,7 +3,7 @@
 
 use crate::data::keys::display_key;
 
-use super::{ModelBundle, Route};
+use super::{FittedModel, ModelBundle, Route};
 
 impl ModelBundle {
     /// Checks what the JSON types cannot: indices in range and lengths that
@@ -22,11 +22,33 @@ impl ModelBundle {
                 self.impute.len()
             ));
         }
+        // The level count of each categorical feature: one-hot codes
+        // must be among them.
+        let mut levels: Vec<Option<usize>> = vec![None; d];
+        for dict in &self.categorical {
+            if let Some(j) = self.features.iter().position(|f| *f == dict.feature) {
+                levels[j] = Some(dict.levels.len());
+            }
+        }
+        let check = |m: &FittedModel| -> std::result::Result<(), String> {
+            m.check(d)?;
+            for o in m.onehot() {
+                let n = levels[o.feature]
+                    .ok_or_else(|| format!("feature {}: one-hot but not categorical", o.feature))?;
+                if o.codes.iter().chain(&o.other).any(|&c| c >= n as f64) {
+                    return Err(format!(
+                        "feature {}: a one-hot code past its {n} levels",
+                        o.feature
+                    ));
+                }
+            }
+            Ok(())
+        };
         if let Some(g) = &self.global {
             if g.config >= nc {
                 return Err(format!("global model: config {} of {nc} configs", g.config));
             }
-            g.model.check(d).map_err(|e| format!("global model: {e}"))?;
+            check(&g.model).map_err(|e| format!("global model: {e}"))?;
         }
         for g in &self.groups {
             let at = || display_key(&g.key);
@@ -49,7 +71,7 @@ impl ModelBundle {
                 ));
             }
             match (&g.model, g.route) {
-                (Some(m), _) => m.check(d).map_err(|e| format!("group {}: {e}", at()))?,
+                (Some(m), _) => check(m).map_err(|e| format!("group {}: {e}", at()))?,
                 (None, Route::Own) => {
                     return Err(format!("group {}: route own without a model", at()))
                 }
@@ -73,6 +95,7 @@ mod tests {
         let model = FittedModel::Linear(LinearModel {
             coef: vec![1.0],
             intercept: 0.0,
+            onehot: Vec::new(),
         });
         ModelBundle {
             format_version: FORMAT_VERSION,
@@ -137,5 +160,42 @@ mod tests {
             f(&mut b);
             assert_eq!(b.check(), Err(want.to_string()));
         }
+    }
+
+    #[test]
+    fn one_hot_codes_must_be_levels_of_a_categorical_feature() {
+        use crate::data::categorical::{Dictionary, ValueKind};
+        use crate::data::onehot::OneHot;
+        use crate::linear::model::OneHotCoef;
+        let with_codes = |codes: Vec<f64>| {
+            let mut b = bundle();
+            let n = codes.len();
+            b.groups[0].model = Some(FittedModel::Linear(LinearModel {
+                coef: vec![0.0],
+                intercept: 0.0,
+                onehot: vec![OneHotCoef {
+                    map: OneHot {
+                        feature: 0,
+                        codes,
+                        other: Vec::new(),
+                    },
+                    coef: vec![1.0; n],
+                }],
+            }));
+            b
+        };
+        let e = with_codes(vec![0.0]).check().unwrap_err();
+        assert_eq!(e, "group a: feature 0: one-hot but not categorical");
+        let categorical = |mut b: ModelBundle| {
+            b.categorical = vec![Dictionary {
+                feature: "x".into(),
+                values: ValueKind::Text,
+                levels: vec!["p".into(), "q".into()],
+            }];
+            b
+        };
+        assert_eq!(categorical(with_codes(vec![-1.0, 1.0])).check(), Ok(()));
+        let e = categorical(with_codes(vec![2.0])).check().unwrap_err();
+        assert_eq!(e, "group a: feature 0: a one-hot code past its 2 levels");
     }
 }

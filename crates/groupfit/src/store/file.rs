@@ -301,7 +301,7 @@ impl ModelBundle {
 /// Float places a model takes in the binary section: an MLP's weights and
 /// biases (`f32`, one place each), and every `f64` array (two places each:
 /// linear coefficients, tree thresholds and leaf values, gain importance, an
-/// MLP's standardisation and epoch losses).
+/// MLP's standardisation and epoch losses, one-hot codes and coefficients).
 fn model_floats(m: &FittedModel) -> usize {
     use floats::f64s::places;
     match m {
@@ -311,8 +311,18 @@ fn model_floats(m: &FittedModel) -> usize {
                 .map(|l| l.w.len() + l.b.len())
                 .sum::<usize>()
                 + places(m.mean.len() + m.std.len() + m.epoch_loss.len())
+                + m.onehot
+                    .iter()
+                    .map(|o| places(o.codes.len() + o.other.len()))
+                    .sum::<usize>()
         }
-        FittedModel::Linear(m) => places(m.coef.len()),
+        FittedModel::Linear(m) => {
+            places(m.coef.len())
+                + m.onehot
+                    .iter()
+                    .map(|o| places(o.map.codes.len() + o.map.other.len() + o.coef.len()))
+                    .sum::<usize>()
+        }
         FittedModel::Gbdt(m) => {
             places(m.importance.len())
                 + m.trees
@@ -406,6 +416,7 @@ mod tests {
                 model: FittedModel::Linear(LinearModel {
                     coef: vec![1.0],
                     intercept: 0.0,
+                    onehot: Vec::new(),
                 }),
                 valid: Scores::default(),
             }),
@@ -468,6 +479,7 @@ mod tests {
                 },
             ],
             epoch_loss: vec![0.69],
+            onehot: Vec::new(),
         });
         b
     }

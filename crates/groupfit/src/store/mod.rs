@@ -66,6 +66,15 @@ impl FittedModel {
         }
     }
 
+    /// The model's one-hot encodings of categorical features.
+    pub fn onehot(&self) -> Vec<&crate::data::onehot::OneHot> {
+        match self {
+            FittedModel::Linear(m) => m.onehot.iter().map(|o| &o.map).collect(),
+            FittedModel::Gbdt(_) => Vec::new(),
+            FittedModel::Mlp(m) => m.onehot.iter().collect(),
+        }
+    }
+
     /// Prediction for one row of raw features (imputed as the bundle says).
     pub fn predict_row(&self, task: Task, x: &[f64]) -> f64 {
         match self {

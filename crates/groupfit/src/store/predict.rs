@@ -147,6 +147,7 @@ mod tests {
         FittedModel::Linear(LinearModel {
             coef: vec![coef],
             intercept,
+            onehot: Vec::new(),
         })
     }
 

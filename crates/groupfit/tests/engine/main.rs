@@ -32,4 +32,5 @@ mod common;
 mod gbdt;
 mod linear;
 mod mlp;
+mod onehot;
 mod store;
