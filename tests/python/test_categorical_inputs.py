@@ -49,11 +49,15 @@ def test_every_input_kind_gives_the_same_model(model):
         np.testing.assert_allclose(m.predict(new), want, rtol=1e-9, atol=1e-9)
         np.testing.assert_allclose(m.predict(new.assign(region=new["region"].astype("category"))), want,
                                    rtol=1e-9, atol=1e-9)
-    # integers named categorical: the same categories under other names
+    # integers named categorical: the same categories under other names. A
+    # network's one-hot inputs are ordered by frequency, ties by code, and its
+    # initial weights follow that order: only linear models and trees (whose
+    # answer does not depend on the order) must match.
     by_code = gf.fit(codes, categorical=["region"], **kw)
     assert by_code.summary["categorical"] == {"region": 4}
     new_codes = new.assign(region=new["region"].map({r: i for i, r in enumerate(LEVELS)}).astype(np.int64))
-    np.testing.assert_allclose(by_code.predict(new_codes), want, rtol=1e-6, atol=1e-6)
+    if model != "mlp":
+        np.testing.assert_allclose(by_code.predict(new_codes), want, rtol=1e-6, atol=1e-6)
 
 
 def test_the_category_is_used():
