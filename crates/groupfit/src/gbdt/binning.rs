@@ -6,8 +6,43 @@
 //! value bin's upper bound is `+inf`. Bounds are midpoints between adjacent
 //! distinct training values, so a split "bin <= t" is the real-valued rule
 //! "x <= upper[t]" that the fitted tree stores.
+//!
+//! A categorical feature is not cut into quantiles: its bins are its
+//! categories ([`CatBins`], LightGBM's rule), and [`Mapper`] is either kind.
 
 use serde::{Deserialize, Serialize};
+
+use super::categorical::CatBins;
+
+/// The bins of one feature of one group: quantiles of its values, or its
+/// categories.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mapper {
+    /// Quantile bins of numbers.
+    Numeric(BinMapper),
+    /// A bin per category kept, then the null bin.
+    Categorical(CatBins),
+}
+
+impl Mapper {
+    /// Bins before the last (NaN or null) bin.
+    pub fn value_bins(&self) -> usize {
+        match self {
+            Mapper::Numeric(m) => m.value_bins(),
+            Mapper::Categorical(c) => c.value_bins(),
+        }
+    }
+
+    /// Bins including the last (NaN or null) bin.
+    pub fn n_bins(&self) -> usize {
+        self.value_bins() + 1
+    }
+
+    /// Whether the feature is categorical.
+    pub fn is_categorical(&self) -> bool {
+        matches!(self, Mapper::Categorical(_))
+    }
+}
 
 /// The bins of one feature.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

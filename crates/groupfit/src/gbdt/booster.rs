@@ -12,9 +12,18 @@
 //! are added to the scores, gradients are recomputed, the validation score is
 //! updated for early stopping. A round whose tree cannot split ends boosting
 //! (as LightGBM does).
+//!
+//! A leaf's best split is the best of its numeric features' ([`best_split`])
+//! and of each categorical feature's ([`best_cat_split`]); equal gains go to
+//! the lower feature. A leaf made by a sorted categorical split takes
+//! `cat_l2` into its value's L2 penalty, as in LightGBM. As in LightGBM, a
+//! categorical feature without a valid split at a leaf is not searched
+//! again below it (LightGBM skips any such feature; for numeric features
+//! it makes no difference in practice, so they are always searched).
 
-use super::binning::BinMapper;
-use super::histogram::{build_range, build_rows, subtract, BinnedGroup};
+use super::binning::Mapper;
+use super::categorical::{best_cat_split, CatRules};
+use super::histogram::{build_range, build_rows, subtract, BinnedGroup, STRIDE};
 use super::model::GbdtModel;
 use super::params::GbdtConfig;
 use super::split::{best_split, totals, Rules, Split, Sums};
@@ -31,9 +40,11 @@ pub struct GroupView<'a> {
     /// Training targets.
     pub y: &'a [f64],
     /// Bins of each feature.
-    pub mappers: &'a [BinMapper],
-    /// Binned validation rows, row-major.
+    pub mappers: &'a [Mapper],
+    /// Binned validation rows, row-major (a wide feature's: 0).
     pub valid_bins: &'a [u8],
+    /// The wide features' bins of the validation rows, row-major.
+    pub valid_wbins: &'a [u16],
     /// Validation targets.
     pub valid_y: &'a [f64],
 }
@@ -45,6 +56,8 @@ pub struct StepScratch {
     pub pool: HistPool,
     /// Row indices (partition).
     pub tmp: Vec<u32>,
+    /// Which bins go left (partition on a wide feature).
+    pub sides: Vec<usize>,
 }
 
 /// Reusable histogram buffers.
@@ -76,9 +89,16 @@ struct Leaf {
     begin: usize,
     count: usize,
     sums: Sums,
+    /// Added to `lambda_l2` in the leaf's value (`cat_l2` after a sorted
+    /// categorical split).
+    extra_l2: f64,
     depth: u32,
     hist: Option<Vec<f64>>,
     split: Option<Split>,
+    /// Per categorical feature of the round (as [`Grow::categorical`]),
+    /// whether it is searched: not once a leaf above found no valid split
+    /// on it.
+    cat_live: Vec<bool>,
 }
 
 /// What [`Booster::split_next`] did.
@@ -98,7 +118,10 @@ struct Grow {
     /// (smaller child, larger child) of the last split; the larger child's
     /// slot holds the parent's histogram until the smaller one's arrives.
     pending: (usize, usize),
-    features: Vec<usize>,
+    /// The round's numeric features, ascending.
+    numeric: Vec<usize>,
+    /// The round's categorical features, ascending.
+    categorical: Vec<usize>,
     gains: Vec<(u32, f64)>,
 }
 
@@ -240,6 +263,17 @@ impl Booster {
         }
     }
 
+    fn cat_rules(&self) -> CatRules {
+        let c = &self.cfg;
+        CatRules {
+            max_cat_to_onehot: c.max_cat_to_onehot() as usize,
+            cat_smooth: c.cat_smooth(),
+            cat_l2: c.cat_l2(),
+            max_cat_threshold: c.max_cat_threshold() as usize,
+            min_data_per_group: c.min_data_per_group() as f64,
+        }
+    }
+
     /// Adds the rows of the asked-for leaf that lie in `range` (group-local)
     /// into `hist`.
     pub fn build(&self, view: &GroupView<'_>, range: std::ops::Range<usize>, hist: &mut [f64]) {
@@ -287,11 +321,39 @@ impl Booster {
         !deep && leaf.sums.n >= 2.0 * self.rules().min_data
     }
 
-    fn find(&self, view: &GroupView<'_>, g: &Grow, leaf: &Leaf, hist: &[f64]) -> Option<Split> {
+    /// The best split of leaf `l` from its histogram; records which of its
+    /// categorical features had no valid split (see [`Leaf::cat_live`]).
+    fn find(&self, view: &GroupView<'_>, g: &mut Grow, l: usize, hist: &[f64]) {
+        let leaf = &g.leaves[l];
         if !self.may_split(leaf) {
-            return None;
+            g.leaves[l].split = None;
+            return;
         }
-        best_split(hist, &view.data, &g.features, leaf.sums, &self.rules())
+        let rules = self.rules();
+        let mut best = best_split(hist, &view.data, &g.numeric, leaf.sums, &rules);
+        if !g.categorical.is_empty() {
+            let cat = self.cat_rules();
+            let mut live = leaf.cat_live.clone();
+            for (&j, live) in g.categorical.iter().zip(live.iter_mut()) {
+                if !*live {
+                    continue;
+                }
+                let off = view.data.offsets[j] as usize;
+                let h = &hist[STRIDE * off..STRIDE * view.data.offsets[j + 1] as usize];
+                let Some(s) = best_cat_split(h, j, leaf.sums, &rules, &cat) else {
+                    *live = false;
+                    continue;
+                };
+                let better = best
+                    .as_ref()
+                    .is_none_or(|b| s.gain > b.gain || (s.gain == b.gain && j < b.feature));
+                if better {
+                    best = Some(s);
+                }
+            }
+            g.leaves[l].cat_live = live;
+        }
+        g.leaves[l].split = best;
     }
 
     /// Consumes the full histogram of the asked-for leaf (`hist_len` long,
@@ -302,7 +364,7 @@ impl Booster {
         hist: Vec<f64>,
         scratch: &mut StepScratch,
     ) -> bool {
-        let StepScratch { pool, tmp, .. } = scratch;
+        let StepScratch { pool, tmp, sides } = scratch;
         let mut g = match self.grow.take() {
             None => {
                 // A round starts from the rows in ascending order: the stable
@@ -311,12 +373,14 @@ impl Booster {
                 for (i, o) in self.order.iter_mut().enumerate() {
                     *o = i as u32;
                 }
-                let features = round_features(
+                let (categorical, numeric): (Vec<usize>, Vec<usize>) = round_features(
                     view.data.d,
                     self.cfg.feature_fraction(),
                     self.seed,
                     self.round,
-                );
+                )
+                .into_iter()
+                .partition(|&j| view.mappers[j].is_categorical());
                 let buf = hist;
                 let sums = totals(&buf, &view.data, view.data.rows());
                 let mut g = Grow {
@@ -325,21 +389,23 @@ impl Booster {
                         begin: 0,
                         count: view.data.rows(),
                         sums,
+                        extra_l2: 0.0,
                         depth: 0,
                         hist: None,
                         split: None,
+                        cat_live: vec![true; categorical.len()],
                     }],
                     pending: (0, 0),
-                    features,
+                    numeric,
+                    categorical,
                     gains: Vec::new(),
                 };
-                let split = self.find(view, &g, &g.leaves[0], &buf);
-                if split.is_some() {
+                self.find(view, &mut g, 0, &buf);
+                if g.leaves[0].split.is_some() {
                     g.leaves[0].hist = Some(buf);
                 } else {
                     pool.put(buf);
                 }
-                g.leaves[0].split = split;
                 g
             }
             Some(mut g) => {
@@ -353,19 +419,18 @@ impl Booster {
                     None
                 };
                 for (leaf, buf) in std::iter::once((small, hist)).chain(sibling) {
-                    let split = self.find(view, &g, &g.leaves[leaf], &buf);
-                    if split.is_some() {
+                    self.find(view, &mut g, leaf, &buf);
+                    if g.leaves[leaf].split.is_some() {
                         g.leaves[leaf].hist = Some(buf);
                     } else {
                         pool.put(buf);
                     }
-                    g.leaves[leaf].split = split;
                 }
                 g
             }
         };
         loop {
-            match self.split_next(view, &mut g, pool, tmp) {
+            match self.split_next(view, &mut g, pool, tmp, sides) {
                 Next::Done => {
                     self.finish_round(view, g, pool);
                     return true;
@@ -388,13 +453,14 @@ impl Booster {
         g: &mut Grow,
         pool: &mut HistPool,
         tmp: &mut Vec<u32>,
+        sides: &mut Vec<usize>,
     ) -> Next {
         // The leaf to split next: the largest gain (first on ties).
         let mut next: Option<usize> = None;
         if g.leaves.len() < self.cfg.num_leaves() as usize {
             for (i, l) in g.leaves.iter().enumerate() {
                 if let Some(s) = &l.split {
-                    if next.map_or(true, |b| s.gain > g.leaves[b].split.unwrap().gain) {
+                    if next.is_none_or(|b| s.gain > g.leaves[b].split.as_ref().unwrap().gain) {
                         next = Some(i);
                     }
                 }
@@ -406,36 +472,40 @@ impl Booster {
         let s = g.leaves[l].split.take().unwrap();
         let (begin, count) = (g.leaves[l].begin, g.leaves[l].count);
         let nan_bin = view.data.n_bins(s.feature) - 1;
-        let new_leaf = g.tree.split(l, s.feature, s.bin, nan_bin, s.default_left);
+        let new_leaf = if s.left_bins.is_empty() {
+            g.tree.split(l, s.feature, s.bin, nan_bin, s.default_left)
+        } else {
+            g.tree
+                .split_categorical(l, s.feature, &s.left_bins, nan_bin)
+        };
         let node = g.tree.feature.len() - 1;
         // Stable partition of the leaf's rows: left in place, right after.
         // The rows are ascending, so the split feature's column is read
         // front to back (one byte per row where the row-major copy would
         // bring a cache line per row).
-        // Without branches: each row is written to both sides and only the
-        // cursor of its side advances (a split sends rows left and right
-        // unpredictably). `w <= i`, so the left side is written in place.
-        let col = view.data.col(s.feature);
-        let mut left = [0usize; 256];
-        for (b, l) in left.iter_mut().enumerate().take(nan_bin + 1) {
-            *l = usize::from(g.tree.goes_left(node, b));
-        }
         let rows = &mut self.order[begin..begin + count];
         if tmp.len() < count {
             tmp.resize(count, 0);
         }
-        let (mut w, mut t) = (0, 0);
-        for i in 0..count {
-            let r = rows[i];
-            let l = left[col[r as usize] as usize];
-            rows[w] = r;
-            tmp[t] = r;
-            w += l;
-            t += 1 - l;
-        }
-        rows[w..].copy_from_slice(&tmp[..t]);
+        let w = match view.data.wide_slot(s.feature) {
+            None => {
+                let mut left = [0usize; 256];
+                for (b, l) in left.iter_mut().enumerate().take(nan_bin + 1) {
+                    *l = usize::from(g.tree.goes_left(node, b));
+                }
+                let col = view.data.col(s.feature);
+                partition(rows, tmp, |r| left[col[r as usize] as usize])
+            }
+            Some(k) => {
+                sides.clear();
+                sides.extend((0..=nan_bin).map(|b| usize::from(g.tree.goes_left(node, b))));
+                let col = view.data.wcol(k);
+                partition(rows, tmp, |r| sides[col[r as usize] as usize])
+            }
+        };
         let depth = g.leaves[l].depth + 1;
         let parent_hist = g.leaves[l].hist.take();
+        let cat_live = std::mem::take(&mut g.leaves[l].cat_live);
         g.leaves[l] = Leaf {
             begin,
             count: w,
@@ -443,9 +513,11 @@ impl Booster {
                 n: w as f64,
                 ..s.left
             },
+            extra_l2: s.extra_l2,
             depth,
             hist: None,
             split: None,
+            cat_live: cat_live.clone(),
         };
         g.leaves.push(Leaf {
             begin: begin + w,
@@ -454,9 +526,11 @@ impl Booster {
                 n: (count - w) as f64,
                 ..s.right
             },
+            extra_l2: s.extra_l2,
             depth,
             hist: None,
             split: None,
+            cat_live,
         });
         let (small, large) = if w <= count - w {
             (l, new_leaf)
@@ -493,7 +567,17 @@ impl Booster {
         }
         let rules = self.rules();
         let lr = self.cfg.learning_rate();
-        let values: Vec<f64> = g.leaves.iter().map(|l| rules.value(l.sums) * lr).collect();
+        let values: Vec<f64> = g
+            .leaves
+            .iter()
+            .map(|l| {
+                let r = Rules {
+                    lambda: rules.lambda + l.extra_l2,
+                    ..rules
+                };
+                r.value(l.sums) * lr
+            })
+            .collect();
         for (l, &v) in g.leaves.iter().zip(&values) {
             for &r in &self.order[l.begin..l.begin + l.count] {
                 self.scores[r as usize] += v;
@@ -506,11 +590,32 @@ impl Booster {
         // model is scored once, after training).
         let stopping = es > 0 && !view.valid_y.is_empty();
         if stopping {
+            let dw = view.data.wide.len();
             for (i, s) in self.valid_scores.iter_mut().enumerate() {
-                *s += values[g.tree.leaf_of(&view.valid_bins[i * d..(i + 1) * d])];
+                let row = &view.valid_bins[i * d..(i + 1) * d];
+                let leaf = if dw == 0 {
+                    g.tree.leaf_of(row)
+                } else {
+                    let wrow = &view.valid_wbins[i * dw..(i + 1) * dw];
+                    g.tree.leaf_by(|j| match view.data.wide_slot(j) {
+                        Some(k) => wrow[k] as usize,
+                        None => row[j] as usize,
+                    })
+                };
+                *s += values[leaf];
             }
         }
-        let tree = g.tree.finish(|f, b| view.mappers[f].upper[b], values);
+        let tree = g.tree.finish(
+            |f, b| match &view.mappers[f] {
+                Mapper::Numeric(m) => m.upper[b],
+                Mapper::Categorical(_) => unreachable!("a numeric split of a categorical feature"),
+            },
+            |f, b| match &view.mappers[f] {
+                Mapper::Categorical(c) => c.codes[b],
+                Mapper::Numeric(_) => unreachable!("a categorical split of a numeric feature"),
+            },
+            values,
+        );
         self.trees.push(tree);
         self.gains.push(g.gains);
         self.round += 1;
@@ -561,9 +666,31 @@ impl Booster {
     }
 }
 
+/// Stable partition of `rows`: the rows with `side(row) == 1` stay in front,
+/// in order, the others follow, in order; returns how many went left.
+/// Without branches: each row is written to both sides and only the cursor
+/// of its side advances (a split sends rows left and right unpredictably).
+/// `w <= i`, so the left side is written in place.
+#[inline(always)]
+fn partition(rows: &mut [u32], tmp: &mut [u32], side: impl Fn(u32) -> usize) -> usize {
+    let count = rows.len();
+    let (mut w, mut t) = (0, 0);
+    for i in 0..count {
+        let r = rows[i];
+        let l = side(r);
+        rows[w] = r;
+        tmp[t] = r;
+        w += l;
+        t += 1 - l;
+    }
+    rows[w..].copy_from_slice(&tmp[..t]);
+    w
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gbdt::binning::BinMapper;
     use crate::gbdt::params::GbdtParams;
 
     /// Bins and offsets for one feature of the given bins per row.
@@ -571,7 +698,7 @@ mod tests {
         bins: &'a [u8],
         offsets: &'a [u32],
         y: &'a [f64],
-        mappers: &'a [BinMapper],
+        mappers: &'a [Mapper],
     ) -> GroupView<'a> {
         GroupView {
             data: BinnedGroup {
@@ -580,10 +707,15 @@ mod tests {
                 bins,
                 rbins: bins,
                 offsets,
+                row_offsets: &offsets[..1],
+                wide: &[],
+                wbins: &[],
+                wrbins: &[],
             },
             y,
             mappers,
             valid_bins: &[],
+            valid_wbins: &[],
             valid_y: &[],
         }
     }
@@ -594,10 +726,10 @@ mod tests {
     const HAND_OFFSETS: [u32; 2] = [0, 4];
     const HAND_Y: [f64; 6] = [1.0, 1.0, 1.0, 1.0, 7.0, 7.0];
 
-    fn hand_mappers() -> [BinMapper; 1] {
-        [BinMapper {
+    fn hand_mappers() -> [Mapper; 1] {
+        [Mapper::Numeric(BinMapper {
             upper: vec![1.5, 2.5, f64::INFINITY],
-        }]
+        })]
     }
 
     /// A checked config of `rounds` trees of `num_leaves` leaves.
@@ -669,9 +801,9 @@ mod tests {
             .map(|i| f64::from(i / 20 * (i / 20) + i % 2))
             .collect();
         let offsets = [0u32, 4];
-        let mappers = [BinMapper {
+        let mappers = [Mapper::Numeric(BinMapper {
             upper: vec![0.5, 1.5, f64::INFINITY],
-        }];
+        })];
         let v = view(&bins, &offsets, &y, &mappers);
         let cfg = trees(1, 31, 20);
         let mut b = Booster::new(Task::Regression, cfg, 0, &v);
@@ -696,9 +828,9 @@ mod tests {
         let bins = [0u8, 1, 2, 3];
         let offsets = [0u32, 5];
         let y = [1.0, 0.0, 0.0, 0.0];
-        let mappers = [BinMapper {
+        let mappers = [Mapper::Numeric(BinMapper {
             upper: vec![0.5, 1.5, 2.5, f64::INFINITY],
-        }];
+        })];
         let v = view(&bins, &offsets, &y, &mappers);
         let cfg = GbdtParams::new().check().unwrap();
         let mut b = Booster::new(Task::Binary, cfg, 0, &v);
@@ -722,7 +854,7 @@ mod tests {
             .map(|i| f64::from((i * 7) % 10 * (i % 3)))
             .collect();
         let offsets = [0u32, 11];
-        let mappers = [BinMapper {
+        let mappers = [Mapper::Numeric(BinMapper {
             upper: (0..10)
                 .map(|b| {
                     if b == 9 {
@@ -732,7 +864,7 @@ mod tests {
                     }
                 })
                 .collect(),
-        }];
+        })];
         let v = view(&bins, &offsets, &y, &mappers);
         let cfg = trees(3, 4, 1);
         let mut b = Booster::new(Task::Regression, cfg, 0, &v);

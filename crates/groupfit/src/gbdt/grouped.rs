@@ -6,7 +6,9 @@
 //! and row-major (see [`super::histogram`]), rows of a group contiguous (group-sorted),
 //! the global pseudo-group (every training row, global bins) after the
 //! groups. Validation rows are binned with their group's bins for early
-//! stopping.
+//! stopping. A categorical feature's bins are its categories
+//! ([`CatBins`]); one with more levels than a byte holds is *wide*, its
+//! bins `u16` in matrices of their own (see [`super::histogram`]).
 //!
 //! [`GbdtPass`] plugs the boosters into the pass driver
 //! ([`crate::exec::run_passes`]) through the partial-step API
@@ -31,12 +33,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 use std::time::Instant;
 
-use super::binning::BinMapper;
+use super::binning::{BinMapper, Mapper};
 use super::booster::{Booster, GroupView, StepScratch};
+use super::categorical::CatBins;
 use super::histogram::{BinnedGroup, STRIDE};
 use super::model::GbdtModel;
 use super::params::GbdtConfig;
 use crate::data::bucket;
+use crate::data::categorical::FeatureKind;
 use crate::exec::{explain, run_passes, Explain, PartialStep, PassProgress, RunReport};
 use crate::family::TrainData;
 use crate::util::trace::trace;
@@ -54,10 +58,20 @@ pub struct GbdtLayout {
     starts: Vec<usize>,
     /// Histogram offsets, `d + 1` per group.
     offsets: Vec<u32>,
-    mappers: Vec<Vec<BinMapper>>,
+    /// Where the row-major scan adds each feature's `u8` bins, `d` per
+    /// group (see [`BinnedGroup::row_offsets`]); empty without wide features.
+    row_offsets: Vec<u32>,
+    mappers: Vec<Vec<Mapper>>,
     valid_bins: Vec<u8>,
     valid_y: Vec<f64>,
     valid_starts: Vec<usize>,
+    /// The wide features, ascending.
+    wide: Vec<u32>,
+    /// Their `u16` bins: column-major per group, row-major, and the
+    /// validation rows' row-major.
+    wbins: Vec<u16>,
+    wrbins: Vec<u16>,
+    valid_wbins: Vec<u16>,
 }
 
 /// How features are binned: the configs that agree on it share the bins.
@@ -86,13 +100,36 @@ fn bin_into(m: &BinMapper, values: &[f64], out: &mut [u8]) {
     }
 }
 
+/// Writes the bin of each of `values` (codes) under `c` and its code table
+/// `table` into `out`.
+fn cat_bin_into<B: TryFrom<u16>>(c: &CatBins, table: &[u16], values: &[f64], out: &mut [B]) {
+    for (b, &v) in out.iter_mut().zip(values) {
+        // A narrow feature has at most 256 bins: its bins fit a byte.
+        *b = B::try_from(c.bin(table, v))
+            .ok()
+            .expect("a bin of the column's width");
+    }
+}
+
+/// The bins of a feature's rows: a byte each, or two for a wide feature.
+enum Codes {
+    Narrow(Vec<u8>),
+    Wide(Vec<u16>),
+}
+
+/// Whether a feature of kind `k` is wide: categorical with more levels than
+/// a byte holds beside the null bin.
+fn is_wide(k: Option<&FeatureKind>) -> bool {
+    k.and_then(|k| k.levels()).is_some_and(|l| l + 1 > 256)
+}
+
 /// One feature's bins over every group: each group's mapper, fitted on its
 /// own training values, and the bin of every training and validation value
 /// (in layout order).
 struct FeatureBins {
-    mappers: Vec<BinMapper>,
-    bins: Vec<u8>,
-    valid_bins: Vec<u8>,
+    mappers: Vec<Mapper>,
+    bins: Codes,
+    valid_bins: Codes,
 }
 
 /// The table rows of every fitted group in layout order, group after group
@@ -107,12 +144,14 @@ struct LayoutRows {
     valid_starts: Vec<usize>,
 }
 
-/// A binning thread's buffers: a feature's values in layout order, and the
-/// mapper's sort keys.
+/// A binning thread's buffers: a feature's values in layout order, the
+/// mapper's sort keys, and a categorical feature's counts and code table.
 #[derive(Default)]
 struct BinScratch {
     values: Vec<f64>,
     keys: Vec<u64>,
+    counts: Vec<u32>,
+    table: Vec<u16>,
 }
 
 impl LayoutRows {
@@ -171,9 +210,12 @@ impl LayoutRows {
         j: usize,
         scratch: &mut BinScratch,
     ) -> FeatureBins {
+        if let Some(levels) = input.kinds.get(j).and_then(|k| k.levels()) {
+            return self.bin_categorical(input, binning, j, levels, scratch);
+        }
         let n_all = self.starts.len() - 1;
         let (starts, valid_starts) = (&self.starts, &self.valid_starts);
-        let BinScratch { values, keys } = scratch;
+        let BinScratch { values, keys, .. } = scratch;
         values.clear();
         crate::with_values!(input.columns[j], |v| values
             .extend(self.rows.iter().map(|&r| v[r as usize] as f64)));
@@ -199,21 +241,119 @@ impl LayoutRows {
             bin_into(m, &values[lo..hi], &mut valid_bins[lo..hi]);
         }
         FeatureBins {
-            mappers,
+            mappers: mappers.into_iter().map(Mapper::Numeric).collect(),
+            bins: Codes::Narrow(bins),
+            valid_bins: Codes::Narrow(valid_bins),
+        }
+    }
+
+    /// [`LayoutRows::bin_feature`] of a categorical feature of `levels`
+    /// levels: each group's categories ([`CatBins`]), `u16` bins when the
+    /// feature is wide.
+    fn bin_categorical(
+        &self,
+        input: &TrainData<'_>,
+        binning: Binning,
+        j: usize,
+        levels: usize,
+        scratch: &mut BinScratch,
+    ) -> FeatureBins {
+        let n_all = self.starts.len() - 1;
+        let (starts, valid_starts) = (&self.starts, &self.valid_starts);
+        let BinScratch {
+            values,
+            counts,
+            table,
+            ..
+        } = scratch;
+        values.clear();
+        crate::with_values!(input.columns[j], |v| values
+            .extend(self.rows.iter().map(|&r| v[r as usize] as f64)));
+        let mut cats = Vec::with_capacity(n_all);
+        for g in 0..n_all {
+            let (lo, hi) = (starts[g], starts[g + 1]);
+            cats.push(CatBins::fit(
+                &values[lo..hi],
+                levels,
+                binning.max_bin,
+                binning.min_data_in_bin,
+                counts,
+            ));
+        }
+        let mut valid_values = Vec::with_capacity(self.valid_rows.len());
+        crate::with_values!(input.valid.columns[j], |v| valid_values
+            .extend(self.valid_rows.iter().map(|&r| v[r as usize] as f64)));
+        // Every group's training and validation rows through its table.
+        fn fill<B: TryFrom<u16> + Copy + Default>(
+            cats: &[CatBins],
+            levels: usize,
+            table: &mut Vec<u16>,
+            (values, starts): (&[f64], &[usize]),
+            (valid_values, valid_starts): (&[f64], &[usize]),
+        ) -> (Vec<B>, Vec<B>) {
+            let mut bins = vec![B::default(); values.len()];
+            let mut valid_bins = vec![B::default(); valid_values.len()];
+            for (g, c) in cats.iter().enumerate() {
+                c.table(levels, table);
+                let (lo, hi) = (starts[g], starts[g + 1]);
+                cat_bin_into(c, table, &values[lo..hi], &mut bins[lo..hi]);
+                let (lo, hi) = (valid_starts[g], valid_starts[g + 1]);
+                cat_bin_into(c, table, &valid_values[lo..hi], &mut valid_bins[lo..hi]);
+            }
+            (bins, valid_bins)
+        }
+        let train = (&values[..], &starts[..]);
+        let valid = (&valid_values[..], &valid_starts[..]);
+        let (bins, valid_bins) = if is_wide(input.kinds.get(j)) {
+            let (b, v) = fill::<u16>(&cats, levels, table, train, valid);
+            (Codes::Wide(b), Codes::Wide(v))
+        } else {
+            let (b, v) = fill::<u8>(&cats, levels, table, train, valid);
+            (Codes::Narrow(b), Codes::Narrow(v))
+        };
+        FeatureBins {
+            mappers: cats.into_iter().map(Mapper::Categorical).collect(),
             bins,
             valid_bins,
         }
     }
 }
 
-/// The layout's three byte matrices, assembled from the per-feature bins.
+/// The layout's byte matrices, assembled from the per-feature bins, and
+/// the wide features' `u16` ones.
 struct ByteMatrices {
-    /// Column-major per group.
+    /// Column-major per group (a wide feature's column: zeros).
     bins: Vec<u8>,
     /// Row-major (a transpose over every row).
     rbins: Vec<u8>,
     /// Validation, row-major.
     valid_bins: Vec<u8>,
+    /// The wide features.
+    wide: Vec<u32>,
+    /// Their bins: column-major per group, row-major, validation row-major.
+    wbins: Vec<u16>,
+    wrbins: Vec<u16>,
+    valid_wbins: Vec<u16>,
+}
+
+/// Copies each group's rows of each column into `out`, column-major per
+/// group (`starts`: the groups' row boundaries).
+fn group_columns<B: Copy>(cols: &[&[B]], starts: &[usize], out: &mut [B]) {
+    let d = cols.len();
+    for g in 0..starts.len() - 1 {
+        let (lo, hi) = (starts[g], starts[g + 1]);
+        let block = &mut out[lo * d..hi * d];
+        for (j, c) in cols.iter().enumerate() {
+            block[j * (hi - lo)..(j + 1) * (hi - lo)].copy_from_slice(&c[lo..hi]);
+        }
+    }
+}
+
+/// Writes column `j` of `d` into the row-major `out`.
+fn transpose_into<B: Copy>(col: &[B], j: usize, d: usize, out: &mut [B]) {
+    for (r, &b) in col.iter().enumerate() {
+        out[r * d + j] = b;
+    }
 }
 
 impl ByteMatrices {
@@ -222,28 +362,41 @@ impl ByteMatrices {
         let d = per_feature.len();
         let (n, nv) = (order.rows.len(), order.valid_rows.len());
         let starts = &order.starts;
-        let n_all = starts.len() - 1;
+        let zeros = vec![0u8; n];
+        let narrow: Vec<&[u8]> = per_feature
+            .iter()
+            .map(|f| match &f.bins {
+                Codes::Narrow(b) => &b[..],
+                Codes::Wide(_) => &zeros[..],
+            })
+            .collect();
+        let (mut wide, mut wide_cols, mut wide_valid) = (Vec::new(), Vec::new(), Vec::new());
+        for (j, f) in per_feature.iter().enumerate() {
+            if let (Codes::Wide(b), Codes::Wide(v)) = (&f.bins, &f.valid_bins) {
+                wide.push(j as u32);
+                wide_cols.push(&b[..]);
+                wide_valid.push(&v[..]);
+            }
+        }
+        let dw = wide.len();
         let mut bins = vec![0u8; n * d];
         let mut rbins = vec![0u8; n * d];
         let mut valid_bins = vec![0u8; nv * d];
-        let pf = per_feature;
-        let first = |bins: &mut [u8]| {
-            for g in 0..n_all {
-                let (lo, hi) = (starts[g], starts[g + 1]);
-                let out = &mut bins[lo * d..hi * d];
-                for (j, f) in pf.iter().enumerate() {
-                    out[j * (hi - lo)..(j + 1) * (hi - lo)].copy_from_slice(&f.bins[lo..hi]);
+        let mut wbins = vec![0u16; n * dw];
+        let mut wrbins = vec![0u16; n * dw];
+        let mut valid_wbins = vec![0u16; nv * dw];
+        let first = |bins: &mut [u8]| group_columns(&narrow, starts, bins);
+        let mut rest = |rbins: &mut [u8], valid_bins: &mut [u8]| {
+            for (j, f) in per_feature.iter().enumerate() {
+                if let (Codes::Narrow(b), Codes::Narrow(v)) = (&f.bins, &f.valid_bins) {
+                    transpose_into(b, j, d, rbins);
+                    transpose_into(v, j, d, valid_bins);
                 }
             }
-        };
-        let rest = |rbins: &mut [u8], valid_bins: &mut [u8]| {
-            for (j, f) in pf.iter().enumerate() {
-                for (r, &b) in f.bins.iter().enumerate() {
-                    rbins[r * d + j] = b;
-                }
-                for (r, &b) in f.valid_bins.iter().enumerate() {
-                    valid_bins[r * d + j] = b;
-                }
+            group_columns(&wide_cols, starts, &mut wbins);
+            for k in 0..dw {
+                transpose_into(wide_cols[k], k, dw, &mut wrbins);
+                transpose_into(wide_valid[k], k, dw, &mut valid_wbins);
             }
         };
         std::thread::scope(|sc| {
@@ -259,19 +412,27 @@ impl ByteMatrices {
             bins,
             rbins,
             valid_bins,
+            wide,
+            wbins,
+            wrbins,
+            valid_wbins,
         }
     }
 }
 
-/// The mappers of each of the `n_all` groups (feature after feature) and
-/// their histogram offsets (`d + 1` per group).
+/// The mappers of each of the `n_all` groups (feature after feature), their
+/// histogram offsets (`d + 1` per group) and, with wide features, their
+/// row-scan offsets (`d` per group: a wide feature's is the sink, after the
+/// last feature).
 fn mappers_by_group(
     per_feature: Vec<FeatureBins>,
     n_all: usize,
-) -> (Vec<Vec<BinMapper>>, Vec<u32>) {
+    wide: &[u32],
+) -> (Vec<Vec<Mapper>>, Vec<u32>, Vec<u32>) {
     let d = per_feature.len();
     let mut offsets = Vec::with_capacity(n_all * (d + 1));
-    let mut mappers: Vec<Vec<BinMapper>> = (0..n_all).map(|_| Vec::with_capacity(d)).collect();
+    let mut row_offsets = Vec::new();
+    let mut mappers: Vec<Vec<Mapper>> = (0..n_all).map(|_| Vec::with_capacity(d)).collect();
     for f in per_feature {
         for (g, m) in f.mappers.into_iter().enumerate() {
             mappers[g].push(m);
@@ -279,13 +440,24 @@ fn mappers_by_group(
     }
     for ms in &mappers {
         let mut o = 0u32;
+        let first = offsets.len();
         offsets.push(0);
         for m in ms {
             o += m.n_bins() as u32;
             offsets.push(o);
         }
+        if !wide.is_empty() {
+            let own = &offsets[first..first + d];
+            row_offsets.extend((0..d).map(|j| {
+                if wide.binary_search(&(j as u32)).is_ok() {
+                    o
+                } else {
+                    own[j]
+                }
+            }));
+        }
     }
-    (mappers, offsets)
+    (mappers, offsets, row_offsets)
 }
 
 impl GbdtLayout {
@@ -310,11 +482,17 @@ impl GbdtLayout {
             &|scratch, j| order.bin_feature(input, binning, j, scratch),
         );
         let matrices = ByteMatrices::new(&per_feature, &order, threads);
-        let (mappers, offsets) = mappers_by_group(per_feature, input.n_groups + 1);
+        let (mappers, offsets, row_offsets) =
+            mappers_by_group(per_feature, input.n_groups + 1, &matrices.wide);
         GbdtLayout {
             d,
             bins: matrices.bins,
             rbins: matrices.rbins,
+            row_offsets,
+            wide: matrices.wide,
+            wbins: matrices.wbins,
+            wrbins: matrices.wrbins,
+            valid_wbins: matrices.valid_wbins,
             y: order
                 .rows
                 .iter()
@@ -345,28 +523,39 @@ impl GbdtLayout {
 
     /// What a booster of group `g` reads.
     pub fn view(&self, g: usize) -> GroupView<'_> {
-        let d = self.d;
+        let (d, dw) = (self.d, self.wide.len());
         let r = self.range(g);
         let v = self.valid_starts[g]..self.valid_starts[g + 1];
+        let offsets = &self.offsets[g * (d + 1)..(g + 1) * (d + 1)];
         GroupView {
             data: BinnedGroup {
                 d,
                 n: r.len(),
                 bins: &self.bins[r.start * d..r.end * d],
                 rbins: &self.rbins[r.start * d..r.end * d],
-                offsets: &self.offsets[g * (d + 1)..(g + 1) * (d + 1)],
+                offsets,
+                row_offsets: if dw == 0 {
+                    &offsets[..d]
+                } else {
+                    &self.row_offsets[g * d..(g + 1) * d]
+                },
+                wide: &self.wide,
+                wbins: &self.wbins[r.start * dw..r.end * dw],
+                wrbins: &self.wrbins[r.start * dw..r.end * dw],
             },
             y: &self.y[r],
             mappers: &self.mappers[g],
             valid_bins: &self.valid_bins[v.start * d..v.end * d],
+            valid_wbins: &self.valid_wbins[v.start * dw..v.end * dw],
             valid_y: &self.valid_y[v],
         }
     }
 
-    /// Histogram length of group `g` in `f64`s.
+    /// Histogram length of group `g` in `f64`s (with the sink of the wide
+    /// features' `u8` bins).
     pub fn hist_len(&self, g: usize) -> usize {
         let d = self.d;
-        STRIDE * self.offsets[g * (d + 1) + d] as usize
+        STRIDE * (self.offsets[g * (d + 1) + d] as usize + usize::from(!self.wide.is_empty()))
     }
 }
 

@@ -17,6 +17,13 @@
 //!
 //! Both scans add each row's terms to a bin in row order, so they give the
 //! same sums.
+//!
+//! A categorical feature with more levels than a byte holds is *wide*: its
+//! bins are `u16`, in matrices of their own (`wbins`, `wrbins`, wide
+//! features only). Its `u8` bins are 0, and the row-major scan adds them to
+//! a *sink* bin after the histogram's last feature ([`BinnedGroup::row_offsets`]),
+//! so that loop stays as it is; a second loop adds the wide bins. A group
+//! without wide features has no sink and no second loop.
 
 /// Entries per bin: gradient, hessian.
 pub const STRIDE: usize = 2;
@@ -34,6 +41,15 @@ pub struct BinnedGroup<'a> {
     pub rbins: &'a [u8],
     /// Start of each feature's bins in a histogram (in bins), `d + 1` entries.
     pub offsets: &'a [u32],
+    /// Where [`build_rows`] adds each feature's `u8` bin 0: `offsets[j]`,
+    /// or the sink for a wide feature; `d` entries.
+    pub row_offsets: &'a [u32],
+    /// The wide features, ascending (none: an empty slice).
+    pub wide: &'a [u32],
+    /// Column-major `u16` bins of the wide features, `wide.len() * n`.
+    pub wbins: &'a [u16],
+    /// The same, row-major, `n * wide.len()`.
+    pub wrbins: &'a [u16],
 }
 
 impl<'a> BinnedGroup<'a> {
@@ -41,18 +57,36 @@ impl<'a> BinnedGroup<'a> {
     pub fn rows(&self) -> usize {
         self.n
     }
-    /// Histogram length in `f64`s.
+    /// Histogram length in `f64`s (the sink included).
     pub fn hist_len(&self) -> usize {
-        STRIDE * self.offsets[self.d] as usize
+        STRIDE * (self.offsets[self.d] as usize + usize::from(!self.wide.is_empty()))
     }
     /// Bins of feature `j` (value bins + the NaN bin).
     pub fn n_bins(&self, j: usize) -> usize {
         (self.offsets[j + 1] - self.offsets[j]) as usize
     }
-    /// The bin column of feature `j`.
+    /// The bin column of feature `j` (zeros for a wide feature).
     #[inline]
     pub fn col(&self, j: usize) -> &'a [u8] {
         &self.bins[j * self.n..(j + 1) * self.n]
+    }
+    /// The position of feature `j` among the wide features, if it is one.
+    #[inline]
+    pub fn wide_slot(&self, j: usize) -> Option<usize> {
+        self.wide.binary_search(&(j as u32)).ok()
+    }
+    /// The `u16` bin column of the wide feature in `slot`.
+    #[inline]
+    pub fn wcol(&self, slot: usize) -> &'a [u16] {
+        &self.wbins[slot * self.n..(slot + 1) * self.n]
+    }
+    /// Feature `j`'s bin of row `r` (group-local).
+    #[inline]
+    pub fn bin(&self, j: usize, r: usize) -> usize {
+        match self.wide_slot(j) {
+            Some(k) => self.wrbins[r * self.wide.len() + k] as usize,
+            None => self.rbins[r * self.d + j] as usize,
+        }
     }
 }
 
@@ -77,10 +111,19 @@ pub fn prefetch<T>(p: *const T) {
 
 /// Adds rows `rows` (group-local indices, ascending) into `hist` (which the
 /// caller zeroed), reading the row-major bins. The bins and gradient of the
-/// row [`PREFETCH_ROWS`] ahead are prefetched.
+/// row [`PREFETCH_ROWS`] ahead are prefetched. Wide features are added in a
+/// second loop.
 pub fn build_rows(hist: &mut [f64], data: &BinnedGroup<'_>, rows: &[u32], gh: &[[f32; 2]]) {
+    build_rows_narrow(hist, data, rows, gh);
+    if !data.wide.is_empty() {
+        build_rows_wide(hist, data, rows, gh);
+    }
+}
+
+/// The `u8` bins of [`build_rows`] (a wide feature's go to the sink).
+fn build_rows_narrow(hist: &mut [f64], data: &BinnedGroup<'_>, rows: &[u32], gh: &[[f32; 2]]) {
     let d = data.d;
-    let offsets = &data.offsets[..d];
+    let offsets = &data.row_offsets[..d];
     let rbins = data.rbins;
     let (pairs, _) = hist.as_chunks_mut::<STRIDE>();
     for (i, &r) in rows.iter().enumerate() {
@@ -102,6 +145,29 @@ pub fn build_rows(hist: &mut [f64], data: &BinnedGroup<'_>, rows: &[u32], gh: &[
     }
 }
 
+/// The `u16` bins of the wide features of [`build_rows`].
+fn build_rows_wide(hist: &mut [f64], data: &BinnedGroup<'_>, rows: &[u32], gh: &[[f32; 2]]) {
+    let dw = data.wide.len();
+    let offsets: Vec<u32> = data
+        .wide
+        .iter()
+        .map(|&j| data.offsets[j as usize])
+        .collect();
+    let (pairs, _) = hist.as_chunks_mut::<STRIDE>();
+    for (i, &r) in rows.iter().enumerate() {
+        if let Some(&ahead) = rows.get(i + PREFETCH_ROWS) {
+            prefetch(data.wrbins.as_ptr().wrapping_add(ahead as usize * dw));
+        }
+        let r = r as usize;
+        let [g, hh] = gh[r];
+        let (g, hh) = (g as f64, hh as f64);
+        for (&o, &b) in offsets.iter().zip(&data.wrbins[r * dw..r * dw + dw]) {
+            let e = &mut pairs[o as usize + b as usize];
+            *e = [e[0] + g, e[1] + hh];
+        }
+    }
+}
+
 /// Adds the contiguous rows `range` (group-local) into `hist`.
 pub fn build_range(
     hist: &mut [f64],
@@ -111,14 +177,23 @@ pub fn build_range(
 ) {
     let ghs = &gh[range.clone()];
     for j in 0..data.d {
-        let col = &data.col(j)[range.clone()];
         let off = STRIDE * data.offsets[j] as usize;
         let h = &mut hist[off..STRIDE * data.offsets[j + 1] as usize];
-        let (pairs, _) = h.as_chunks_mut::<STRIDE>();
-        for (&b, &[g, hh]) in col.iter().zip(ghs) {
-            let e = &mut pairs[b as usize];
-            *e = [e[0] + g as f64, e[1] + hh as f64];
+        match data.wide_slot(j) {
+            None => add_column(h, &data.col(j)[range.clone()], ghs),
+            Some(k) => add_column(h, &data.wcol(k)[range.clone()], ghs),
         }
+    }
+}
+
+/// Adds each row's gradient and hessian to its bin of one feature's
+/// histogram slice `h`.
+#[inline(always)]
+fn add_column<B: Copy + Into<usize>>(h: &mut [f64], col: &[B], ghs: &[[f32; 2]]) {
+    let (pairs, _) = h.as_chunks_mut::<STRIDE>();
+    for (&b, &[g, hh]) in col.iter().zip(ghs) {
+        let e = &mut pairs[b.into()];
+        *e = [e[0] + g as f64, e[1] + hh as f64];
     }
 }
 
@@ -166,6 +241,10 @@ mod tests {
             bins: &bins,
             rbins: &rbins,
             offsets: &offsets,
+            row_offsets: &offsets[..2],
+            wide: &[],
+            wbins: &[],
+            wrbins: &[],
         };
         let gh = [[1.0f32, 0.5], [2.0, 0.25], [-1.0, 0.5], [4.0, 1.0]];
         let mut all = vec![0.0; data.hist_len()];
@@ -183,5 +262,47 @@ mod tests {
         let mut other = vec![0.0; data.hist_len()];
         build_rows(&mut other, &data, &[0, 2], &gh);
         assert_eq!(all, other);
+    }
+
+    #[test]
+    fn wide_features_sum_their_u16_bins_and_the_sink_takes_their_bytes() {
+        // f0: numeric, 2 value bins + NaN; f1: wide, 300 category bins +
+        // the null bin. The sink is bin 304, after both.
+        let offsets = [0u32, 3, 304];
+        let row_offsets = [0u32, 304];
+        let bins = [0u8, 1, 2, 1, 0, 0, 0, 0];
+        let rbins = [0u8, 0, 1, 0, 2, 0, 1, 0];
+        let w = [299u16, 0, 300, 299];
+        let data = BinnedGroup {
+            d: 2,
+            n: 4,
+            bins: &bins,
+            rbins: &rbins,
+            offsets: &offsets,
+            row_offsets: &row_offsets,
+            wide: &[1],
+            wbins: &w,
+            wrbins: &w,
+        };
+        assert_eq!(data.hist_len(), 2 * 305);
+        assert_eq!((data.wide_slot(1), data.wide_slot(0)), (Some(0), None));
+        assert_eq!((data.bin(1, 2), data.bin(0, 2)), (300, 2));
+        let gh = [[1.0f32, 0.5], [2.0, 0.25], [-1.0, 0.5], [4.0, 1.0]];
+        let mut range = vec![0.0; data.hist_len()];
+        build_range(&mut range, &data, 0..4, &gh);
+        let mut rows = vec![0.0; data.hist_len()];
+        build_rows(&mut rows, &data, &[0, 1, 2, 3], &gh);
+        let f1 = |h: &[f64], b: usize| [h[2 * (3 + b)], h[2 * (3 + b) + 1]];
+        for h in [&range, &rows] {
+            assert_eq!(&h[0..6], &[1.0, 0.5, 6.0, 1.25, -1.0, 0.5]);
+            assert_eq!(f1(h, 299), [5.0, 1.5]);
+            assert_eq!(f1(h, 0), [2.0, 0.25]);
+            assert_eq!(f1(h, 300), [-1.0, 0.5]);
+        }
+        // The row scan's sink holds every row (its bytes); the range scan
+        // leaves it empty. Neither is read.
+        assert_eq!(&rows[608..], &[6.0, 2.25]);
+        assert_eq!(&range[608..], &[0.0, 0.0]);
+        assert_eq!(&range[..608], &rows[..608]);
     }
 }

@@ -127,7 +127,7 @@ mod tests {
                     bt.split(leaf, f, (next() * 10.0) as usize, 10, next() < 0.5);
                 }
                 let values = (0..leaves).map(|_| next() - 0.5).collect();
-                bt.finish(|_, b| b as f64 / 10.0 - 0.5 + 0.01, values)
+                bt.finish(|_, b| b as f64 / 10.0 - 0.5 + 0.01, |_, _| 0, values)
             })
             .collect();
         let model = GbdtModel {

@@ -20,6 +20,11 @@ pub const PARAM_NAMES: &[&str] = &[
     "min_data_in_bin",
     "feature_fraction",
     "early_stopping_rounds",
+    "max_cat_to_onehot",
+    "cat_smooth",
+    "cat_l2",
+    "max_cat_threshold",
+    "min_data_per_group",
 ];
 
 /// Builder for the gbdt family's hyper-parameters (LightGBM's names and defaults).
@@ -43,6 +48,11 @@ pub struct GbdtParams {
     min_data_in_bin: f64,
     feature_fraction: f64,
     early_stopping_rounds: f64,
+    max_cat_to_onehot: f64,
+    cat_smooth: f64,
+    cat_l2: f64,
+    max_cat_threshold: f64,
+    min_data_per_group: f64,
 }
 
 impl Default for GbdtParams {
@@ -59,6 +69,11 @@ impl Default for GbdtParams {
             min_data_in_bin: 3.0,
             feature_fraction: 1.0,
             early_stopping_rounds: 0.0,
+            max_cat_to_onehot: 4.0,
+            cat_smooth: 10.0,
+            cat_l2: 10.0,
+            max_cat_threshold: 32.0,
+            min_data_per_group: 100.0,
         }
     }
 }
@@ -66,7 +81,9 @@ impl Default for GbdtParams {
 impl GbdtParams {
     /// LightGBM's defaults: 100 rounds, 31 leaves, learning rate 0.1,
     /// `min_data_in_leaf` 20, `min_sum_hessian_in_leaf` 1e-3, `lambda_l2` 0,
-    /// no depth limit, 255 bins, all features, no early stopping.
+    /// no depth limit, 255 bins, all features, no early stopping; for
+    /// categorical features `max_cat_to_onehot` 4, `cat_smooth` 10,
+    /// `cat_l2` 10, `max_cat_threshold` 32, `min_data_per_group` 100.
     pub fn new() -> Self {
         Self::default()
     }
@@ -128,6 +145,36 @@ impl GbdtParams {
         self.early_stopping_rounds = v as f64;
         self
     }
+    /// One-vs-rest splits for a categorical feature whose bins (its
+    /// categories plus the null bin) are at most this many, >= 1.
+    pub fn max_cat_to_onehot(mut self, v: u32) -> Self {
+        self.max_cat_to_onehot = v as f64;
+        self
+    }
+    /// Added to a category's hessian when categories are ordered by
+    /// gradient / hessian; also the fewest rows a category needs to be
+    /// tried, >= 0.
+    pub fn cat_smooth(mut self, v: f64) -> Self {
+        self.cat_smooth = v;
+        self
+    }
+    /// Added to `lambda_l2` in a sorted categorical split's gain and
+    /// children's values, >= 0.
+    pub fn cat_l2(mut self, v: f64) -> Self {
+        self.cat_l2 = v;
+        self
+    }
+    /// Most categories on the left of a sorted categorical split, >= 1.
+    pub fn max_cat_threshold(mut self, v: u32) -> Self {
+        self.max_cat_threshold = v as f64;
+        self
+    }
+    /// Fewest rows between two tried thresholds of a sorted categorical
+    /// split, and on its right side, >= 1.
+    pub fn min_data_per_group(mut self, v: u32) -> Self {
+        self.min_data_per_group = v as f64;
+        self
+    }
 
     /// Sets a parameter by its `--param` name (values are checked by [`GbdtParams::check`]).
     pub fn set(mut self, name: &str, value: f64) -> Result<Self> {
@@ -143,6 +190,11 @@ impl GbdtParams {
             "min_data_in_bin" => self.min_data_in_bin = value,
             "feature_fraction" => self.feature_fraction = value,
             "early_stopping_rounds" => self.early_stopping_rounds = value,
+            "max_cat_to_onehot" => self.max_cat_to_onehot = value,
+            "cat_smooth" => self.cat_smooth = value,
+            "cat_l2" => self.cat_l2 = value,
+            "max_cat_threshold" => self.max_cat_threshold = value,
+            "min_data_per_group" => self.min_data_per_group = value,
             other => {
                 return Err(GroupfitError::param(
                     other,
@@ -208,6 +260,17 @@ impl GbdtParams {
                 0.0,
                 big,
             )? as u32,
+            max_cat_to_onehot: int("max_cat_to_onehot", self.max_cat_to_onehot, 1.0, big)? as u32,
+            cat_smooth: real(
+                "cat_smooth",
+                self.cat_smooth,
+                self.cat_smooth >= 0.0,
+                "a number >= 0",
+            )?,
+            cat_l2: real("cat_l2", self.cat_l2, self.cat_l2 >= 0.0, "a number >= 0")?,
+            max_cat_threshold: int("max_cat_threshold", self.max_cat_threshold, 1.0, big)? as u32,
+            min_data_per_group: int("min_data_per_group", self.min_data_per_group, 1.0, big)?
+                as u32,
         })
     }
 }
@@ -227,10 +290,37 @@ pub struct GbdtConfig {
     min_data_in_bin: u32,
     feature_fraction: f64,
     early_stopping_rounds: u32,
+    #[serde(default = "default_max_cat_to_onehot")]
+    max_cat_to_onehot: u32,
+    #[serde(default = "default_cat_smooth")]
+    cat_smooth: f64,
+    #[serde(default = "default_cat_smooth")]
+    cat_l2: f64,
+    #[serde(default = "default_max_cat_threshold")]
+    max_cat_threshold: u32,
+    #[serde(default = "default_min_data_per_group")]
+    min_data_per_group: u32,
 }
 
 fn default_min_data_in_bin() -> u32 {
     3
+}
+
+fn default_max_cat_to_onehot() -> u32 {
+    4
+}
+
+/// `cat_smooth` and `cat_l2` (both 10).
+fn default_cat_smooth() -> f64 {
+    10.0
+}
+
+fn default_max_cat_threshold() -> u32 {
+    32
+}
+
+fn default_min_data_per_group() -> u32 {
+    100
 }
 
 impl GbdtConfig {
@@ -278,6 +368,26 @@ impl GbdtConfig {
     pub fn early_stopping_rounds(&self) -> u32 {
         self.early_stopping_rounds
     }
+    /// Most bins (categories plus the null bin) of a one-vs-rest categorical feature.
+    pub fn max_cat_to_onehot(&self) -> u32 {
+        self.max_cat_to_onehot
+    }
+    /// Smoothing of the category order, and fewest rows of a tried category.
+    pub fn cat_smooth(&self) -> f64 {
+        self.cat_smooth
+    }
+    /// Extra L2 penalty of sorted categorical splits.
+    pub fn cat_l2(&self) -> f64 {
+        self.cat_l2
+    }
+    /// Most categories on the left of a sorted categorical split.
+    pub fn max_cat_threshold(&self) -> u32 {
+        self.max_cat_threshold
+    }
+    /// Fewest rows between tried thresholds of a sorted categorical split.
+    pub fn min_data_per_group(&self) -> u32 {
+        self.min_data_per_group
+    }
 }
 
 #[cfg(test)]
@@ -297,6 +407,29 @@ mod tests {
         assert_eq!(c.max_bin(), 255);
         assert_eq!(c.feature_fraction(), 1.0);
         assert_eq!(c.early_stopping_rounds(), 0);
+        assert_eq!(c.max_cat_to_onehot(), 4);
+        assert_eq!(c.cat_smooth(), 10.0);
+        assert_eq!(c.cat_l2(), 10.0);
+        assert_eq!(c.max_cat_threshold(), 32);
+        assert_eq!(c.min_data_per_group(), 100);
+        let c = GbdtParams::new()
+            .set("max_cat_threshold", 8.0)
+            .unwrap()
+            .set("cat_smooth", 0.0)
+            .unwrap()
+            .check()
+            .unwrap();
+        assert_eq!((c.max_cat_threshold(), c.cat_smooth()), (8, 0.0));
+        for (name, bad) in [
+            ("max_cat_to_onehot", 0.0),
+            ("cat_smooth", -1.0),
+            ("cat_l2", f64::NAN),
+            ("max_cat_threshold", 0.5),
+            ("min_data_per_group", 0.0),
+        ] {
+            let e = GbdtParams::new().set(name, bad).unwrap().check();
+            assert!(e.unwrap_err().to_string().contains(name), "{name}");
+        }
         let c = GbdtParams::new().set("num_iterations", 7.0).unwrap();
         assert_eq!(c.check().unwrap().rounds(), 7);
         assert!(GbdtParams::new().max_bin(300).check().is_err());

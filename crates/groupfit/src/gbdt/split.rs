@@ -1,4 +1,5 @@
-//! The best split of a leaf, read from its histogram.
+//! The best split of a leaf on its numeric features, read from its histogram
+//! (categorical features: [`super::categorical`]).
 //!
 //! For a threshold bin `t` of feature `j`, rows with a value bin `<= t` go
 //! left. Missing values (the NaN bin) are tried on both sides and the better
@@ -39,7 +40,8 @@ impl Sums {
             n: self.n + o.n,
         }
     }
-    fn sub(self, o: Sums) -> Sums {
+    /// `self - o`, entry by entry.
+    pub fn sub(self, o: Sums) -> Sums {
         Sums {
             g: self.g - o.g,
             h: self.h - o.h,
@@ -109,11 +111,11 @@ impl Rules {
 const SEED_THRESHOLDS: usize = 16;
 
 /// A chosen split.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Split {
     /// Feature.
     pub feature: usize,
-    /// Value bins `<= bin` go left.
+    /// Value bins `<= bin` go left (a numeric split).
     pub bin: usize,
     /// Where missing values go.
     pub default_left: bool,
@@ -123,6 +125,13 @@ pub struct Split {
     pub left: Sums,
     /// Sums of the right child.
     pub right: Sums,
+    /// A categorical split: the category bins that go left, in the order
+    /// the search added them (see [`super::categorical`]); empty for a
+    /// numeric split.
+    pub left_bins: Vec<u32>,
+    /// Added to `lambda_l2` in the children's values (`cat_l2` for a
+    /// sorted categorical split, else 0).
+    pub extra_l2: f64,
 }
 
 /// The total sums of a leaf of `rows` rows, read off its histogram (feature 0's bins).
@@ -472,6 +481,8 @@ fn best_split_impl(
                         gain,
                         left: l,
                         right: r,
+                        left_bins: Vec::new(),
+                        extra_l2: 0.0,
                     });
                 }
             }
@@ -732,6 +743,10 @@ mod tests {
                 bins: &bins,
                 rbins: &bins,
                 offsets: &offsets,
+                row_offsets: &offsets[..offsets.len() - 1],
+                wide: &[],
+                wbins: &[],
+                wrbins: &[],
             };
             let total = totals(&hist, &data, n);
             let r = rules(1.0 + (case % 12) as f64);
@@ -847,6 +862,10 @@ mod tests {
             bins: &bins,
             rbins: &bins,
             offsets: &offsets,
+            row_offsets: &offsets[..offsets.len() - 1],
+            wide: &[],
+            wbins: &[],
+            wrbins: &[],
         };
         let hist = [-4.0, 2.0, -2.0, 2.0, 6.0, 2.0, 0.0, 0.0];
         let total = totals(&hist, &data, 6);
@@ -885,6 +904,10 @@ mod tests {
             bins: &[],
             rbins: &[],
             offsets: &offsets,
+            row_offsets: &offsets[..offsets.len() - 1],
+            wide: &[],
+            wbins: &[],
+            wrbins: &[],
         };
         let hist = [-3.0, 1.0, 3.0, 1.0, -3.0, 1.0];
         let total = totals(&hist, &data, 3);

@@ -2,6 +2,11 @@
 //! node `i` sends a row left when `x[split_feature[i]] <= threshold[i]` (a
 //! missing value goes left when `default_left[i]`); a child `c >= 0` is an
 //! internal node, `c < 0` is the leaf `!c`. A tree with one leaf has no nodes.
+//!
+//! A node on a categorical feature sends left the codes in its category set
+//! (`cat_left[i]`, ascending); every other value goes right: other codes,
+//! null and unseen values (negative codes) and NaN (LightGBM's
+//! `CategoricalDecision`). Its threshold is 0 and unused.
 
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +27,12 @@ pub struct Tree {
     /// Value of each leaf (learning rate applied).
     #[serde(with = "crate::codec::f64s")]
     pub leaf_value: Vec<f64>,
+    /// Per internal node, the codes a categorical node sends left
+    /// (ascending, at least one); empty for a numeric node. Empty when no
+    /// node is categorical (so files written before categorical features
+    /// load unchanged).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cat_left: Vec<Vec<u32>>,
 }
 
 /// Rows that walk a tree together in [`Tree::add_rows`]: one row's walk
@@ -42,6 +53,21 @@ impl Tree {
         .any(|&l| l != n)
         {
             return Err("node arrays of different lengths".into());
+        }
+        if !self.cat_left.is_empty() {
+            if self.cat_left.len() != n {
+                return Err(format!(
+                    "{} category sets for {n} internal nodes",
+                    self.cat_left.len()
+                ));
+            }
+            if let Some(i) = self
+                .cat_left
+                .iter()
+                .position(|c| c.windows(2).any(|w| w[0] >= w[1]))
+            {
+                return Err(format!("node {i}: category set not ascending"));
+            }
         }
         if self.leaf_value.len() != n + 1 {
             return Err(format!(
@@ -79,26 +105,53 @@ impl Tree {
         [self.right[n], self.left[n]][left as usize]
     }
 
+    /// [`Tree::child`] of a tree with categorical nodes: a categorical
+    /// node sends left exactly the codes in its set.
+    #[inline]
+    fn child_any(&self, n: usize, v: f64) -> i32 {
+        let set = &self.cat_left[n];
+        if set.is_empty() {
+            return self.child(n, v);
+        }
+        // Null and unseen codes are negative; NaN fails `>=` too.
+        let left = v >= 0.0 && set.binary_search(&(v as u32)).is_ok();
+        [self.right[n], self.left[n]][left as usize]
+    }
+
     /// The leaf a row lands in.
     pub fn leaf(&self, x: &[f64]) -> usize {
         if self.split_feature.is_empty() {
             return 0;
         }
         let mut i = 0i32;
-        while i >= 0 {
-            let n = i as usize;
-            i = self.child(n, x[self.split_feature[n] as usize]);
+        if self.cat_left.is_empty() {
+            while i >= 0 {
+                let n = i as usize;
+                i = self.child(n, x[self.split_feature[n] as usize]);
+            }
+        } else {
+            while i >= 0 {
+                let n = i as usize;
+                i = self.child_any(n, x[self.split_feature[n] as usize]);
+            }
         }
         !i as usize
     }
 
     /// Adds the tree's output for the rows of `x` (row-major, `d` values
     /// a row, `out.len()` rows) to `out`: the values [`Tree::predict`]
-    /// gives, [`LANES`] rows walking the tree at a time.
+    /// gives, [`LANES`] rows walking the tree at a time (a tree with
+    /// categorical nodes: one row at a time).
     pub fn add_rows(&self, x: &[f64], d: usize, out: &mut [f64]) {
         if self.split_feature.is_empty() {
             let v = self.leaf_value[0];
             out.iter_mut().for_each(|o| *o += v);
+            return;
+        }
+        if !self.cat_left.is_empty() {
+            for (r, o) in out.iter_mut().enumerate() {
+                *o += self.predict(&x[r * d..r * d + d]);
+            }
             return;
         }
         let mut chunks = out.chunks_exact_mut(LANES);
@@ -148,6 +201,9 @@ pub struct BinTree {
     pub right: Vec<i32>,
     /// For each leaf, its parent node and whether it is the left child (`None` for the root).
     pub leaf_parent: Vec<Option<(usize, bool)>>,
+    /// Per node, the bins a categorical node sends left, as a bitset (64
+    /// bins a word); empty for a numeric node.
+    pub cat_bits: Vec<Vec<u64>>,
 }
 
 impl BinTree {
@@ -176,6 +232,7 @@ impl BinTree {
         self.default_left.push(default_left);
         self.left.push(!(leaf as i32));
         self.right.push(!(new_leaf as i32));
+        self.cat_bits.push(Vec::new());
         if let Some((p, is_left)) = self.leaf_parent[leaf] {
             if is_left {
                 self.left[p] = node as i32;
@@ -188,9 +245,34 @@ impl BinTree {
         new_leaf
     }
 
+    /// Splits `leaf` on the categorical `feature`: the category bins
+    /// `left_bins` go left, every other bin (the null bin `nan_bin` among
+    /// them) right. Returns the new (right) leaf.
+    pub fn split_categorical(
+        &mut self,
+        leaf: usize,
+        feature: usize,
+        left_bins: &[u32],
+        nan_bin: usize,
+    ) -> usize {
+        let new_leaf = self.split(leaf, feature, 0, nan_bin, false);
+        let words = left_bins.iter().max().map_or(0, |&b| b as usize / 64 + 1);
+        let mut bits = vec![0u64; words];
+        for &b in left_bins {
+            debug_assert!((b as usize) < nan_bin, "the null bin never goes left");
+            bits[b as usize / 64] |= 1 << (b % 64);
+        }
+        *self.cat_bits.last_mut().unwrap() = bits;
+        new_leaf
+    }
+
     /// Whether a row with bin `b` at node `n` goes left.
     #[inline]
     pub fn goes_left(&self, n: usize, b: usize) -> bool {
+        let bits = &self.cat_bits[n];
+        if !bits.is_empty() {
+            return bits.get(b / 64).is_some_and(|w| (w >> (b % 64)) & 1 == 1);
+        }
         if b == self.nan_bin[n] as usize {
             self.default_left[n]
         } else {
@@ -200,13 +282,18 @@ impl BinTree {
 
     /// The leaf of a row of bins (row-major, one per feature).
     pub fn leaf_of(&self, bins: &[u8]) -> usize {
+        self.leaf_by(|j| bins[j] as usize)
+    }
+
+    /// The leaf of a row whose bin of feature `j` is `bin(j)`.
+    pub fn leaf_by(&self, bin: impl Fn(usize) -> usize) -> usize {
         if self.feature.is_empty() {
             return 0;
         }
         let mut i = 0i32;
         while i >= 0 {
             let n = i as usize;
-            let b = bins[self.feature[n] as usize] as usize;
+            let b = bin(self.feature[n] as usize);
             i = if self.goes_left(n, b) {
                 self.left[n]
             } else {
@@ -216,20 +303,47 @@ impl BinTree {
         !i as usize
     }
 
-    /// The fitted tree: thresholds are the upper bounds of the split bins.
-    pub fn finish(&self, upper: impl Fn(usize, usize) -> f64, leaf_value: Vec<f64>) -> Tree {
+    /// The fitted tree: thresholds are the upper bounds of the split bins
+    /// (`upper(feature, bin)`); a categorical node's set is the codes of
+    /// its bins (`code(feature, bin)`), ascending, and its threshold 0.
+    pub fn finish(
+        &self,
+        upper: impl Fn(usize, usize) -> f64,
+        code: impl Fn(usize, usize) -> u32,
+        leaf_value: Vec<f64>,
+    ) -> Tree {
+        let is_cat = |n: usize| !self.cat_bits[n].is_empty();
+        let cat_left = if (0..self.feature.len()).any(is_cat) {
+            (0..self.feature.len())
+                .map(|n| {
+                    let f = self.feature[n] as usize;
+                    let mut codes: Vec<u32> = (0..64 * self.cat_bits[n].len())
+                        .filter(|&b| self.goes_left(n, b))
+                        .map(|b| code(f, b))
+                        .collect();
+                    codes.sort_unstable();
+                    codes
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         Tree {
             split_feature: self.feature.clone(),
-            threshold: self
-                .feature
-                .iter()
-                .zip(&self.bin)
-                .map(|(&f, &b)| upper(f as usize, b as usize))
+            threshold: (0..self.feature.len())
+                .map(|n| {
+                    if is_cat(n) {
+                        0.0
+                    } else {
+                        upper(self.feature[n] as usize, self.bin[n] as usize)
+                    }
+                })
                 .collect(),
             default_left: self.default_left.clone(),
             left: self.left.clone(),
             right: self.right.clone(),
             leaf_value,
+            cat_left,
         }
     }
 }
@@ -250,7 +364,11 @@ mod tests {
             [1.5, 2.5, f64::INFINITY],
             [0.0, f64::INFINITY, f64::INFINITY],
         ];
-        let tree = t.finish(|f, b| upper[f][b], vec![10.0, 20.0, 30.0]);
+        let tree = t.finish(
+            |f, b| upper[f][b],
+            |_, _| unreachable!(),
+            vec![10.0, 20.0, 30.0],
+        );
         assert_eq!(tree.predict(&[2.0, 5.0]), 10.0);
         assert_eq!(tree.predict(&[3.0, -1.0]), 20.0);
         assert_eq!(tree.predict(&[3.0, 1.0]), 30.0);
@@ -260,5 +378,53 @@ mod tests {
         assert_eq!(t.leaf_of(&[3, 0]), 1); // f0 missing: right; f1 bin 0: left
         assert_eq!(t.leaf_of(&[2, 1]), 2);
         assert_eq!(t.leaf_of(&[2, 2]), 1); // f1 missing: left
+    }
+
+    #[test]
+    fn categorical_nodes_send_their_set_left_and_null_and_unseen_right() {
+        // f0 numeric, f1 categorical. The root splits f1: bins 2 and 0 go
+        // left (the group's bins hold codes 7, 3, 5, 70; null bin 4); the
+        // left leaf then splits f0 at bin 0 (upper 0.5).
+        let mut t = BinTree::new();
+        assert_eq!(t.split_categorical(0, 1, &[2, 0], 4), 1);
+        assert_eq!(t.split(0, 0, 0, 3, true), 2);
+        let codes = [7u32, 3, 5, 70];
+        let tree = t.finish(
+            |_, _| 0.5,
+            |f, b| {
+                assert_eq!(f, 1);
+                codes[b]
+            },
+            vec![1.0, 2.0, 3.0],
+        );
+        tree.check(2).unwrap();
+        assert_eq!(tree.cat_left, vec![vec![5, 7], vec![]]);
+        assert_eq!(tree.threshold, vec![0.0, 0.5]);
+        // Bins: 0 and 2 left, 1, 3 and the null bin 4 right.
+        for (b, leaf) in [(0, 0), (2, 0), (1, 1), (3, 1), (4, 1)] {
+            assert_eq!(t.leaf_of(&[0, b]), leaf, "bin {b}");
+        }
+        // Codes: 5 and 7 left (then f0 <= 0.5: leaf 0, else leaf 2); every
+        // other code, null (-1), unseen (-2) and NaN right (leaf 1).
+        assert_eq!(tree.predict(&[0.0, 5.0]), 1.0);
+        assert_eq!(tree.predict(&[1.0, 7.0]), 3.0);
+        for v in [3.0, 70.0, 6.0, -1.0, -2.0, f64::NAN] {
+            assert_eq!(tree.predict(&[0.0, v]), 2.0, "code {v}");
+        }
+        let x = [0.0, 5.0, 1.0, 7.0, 0.0, -1.0, 0.0, -2.0];
+        let mut out = [0.0; 4];
+        tree.add_rows(&x, 2, &mut out);
+        assert_eq!(out, [1.0, 3.0, 2.0, 2.0]);
+        // A set past 64 bins, as in a feature of many levels.
+        let mut w = BinTree::new();
+        w.split_categorical(0, 0, &[300, 64, 1], 900);
+        assert!(w.goes_left(0, 300) && w.goes_left(0, 64) && w.goes_left(0, 1));
+        assert!(!w.goes_left(0, 0) && !w.goes_left(0, 299) && !w.goes_left(0, 900));
+        // Checks of a loaded tree.
+        let mut bad = tree.clone();
+        bad.cat_left[0] = vec![7, 5];
+        assert!(bad.check(2).unwrap_err().contains("ascending"));
+        bad.cat_left.pop();
+        assert!(bad.check(2).unwrap_err().contains("category sets"));
     }
 }

@@ -334,3 +334,363 @@ fn gbdt_model_file_round_trip_predicts_identically() {
     let p: Vec<f64> = col(&a).into_iter().map(f64::from_bits).collect();
     assert!(p.iter().all(|v| (0.0..=1.0).contains(v)));
 }
+
+// ---------------------------------------------------------------------------
+// gbdt: categorical features
+// ---------------------------------------------------------------------------
+
+/// The categorical features of [`CatTable`] and their levels: few (split
+/// one-vs-rest), some, and more than a byte holds (a wide feature, `u16`
+/// bins).
+const CAT_LEVELS: [(&str, usize); 3] = [("c3", 3), ("c40", 40), ("c600", 600)];
+
+/// A table with a string key `g`, a numeric feature `x`, the text features
+/// of [`CAT_LEVELS`] (some nulls) and a target `y`; each group has its own
+/// effect of every level.
+#[derive(Debug, Clone)]
+struct CatTable {
+    keys: Vec<String>,
+    x: Vec<f32>,
+    cats: Vec<Vec<Option<String>>>,
+    y: Vec<f64>,
+}
+
+impl CatTable {
+    /// Training and validation rows of groups of the given sizes (each
+    /// group's effects shared by both), rows interleaved; some validation
+    /// values are a level the training rows do not have.
+    fn synth(sizes: &[usize], task: Task, seed: u64) -> (CatTable, CatTable) {
+        let mut rng = Rng::new(seed);
+        let mut rows: [Vec<(usize, f32, Vec<Option<String>>, f64)>; 2] = [Vec::new(), Vec::new()];
+        for (g, &n) in sizes.iter().enumerate() {
+            let effects: Vec<Vec<f64>> = CAT_LEVELS
+                .iter()
+                .map(|&(_, l)| (0..l).map(|_| rng.normal()).collect())
+                .collect();
+            let w = 0.5 * rng.normal();
+            for (part, out) in rows.iter_mut().enumerate() {
+                let first = out.len();
+                for _ in 0..n {
+                    let x = rng.normal();
+                    let mut margin = w * x;
+                    let mut vals = Vec::new();
+                    for (f, &(name, levels)) in CAT_LEVELS.iter().enumerate() {
+                        // Low levels frequent, a long tail of rare ones (the
+                        // large groups still have more than 256 categories
+                        // of c600 with 3 rows or more).
+                        let u = rng.unit();
+                        let l = ((levels as f64 * u * u) as usize).min(levels - 1);
+                        let v = rng.unit();
+                        vals.push(if v < 0.05 {
+                            margin += 0.8;
+                            None
+                        } else if part == 1 && v < 0.08 {
+                            Some(format!("{name}_unseen"))
+                        } else {
+                            margin += effects[f][l];
+                            Some(format!("{name}_{l:03}"))
+                        });
+                    }
+                    let y = match task {
+                        Task::Regression => margin + 0.3 * rng.normal(),
+                        Task::Binary => {
+                            f64::from(u8::from(rng.unit() < 1.0 / (1.0 + (-margin).exp())))
+                        }
+                    };
+                    out.push((g, x as f32, vals, y));
+                }
+                if task == Task::Binary && n >= 2 {
+                    out[first].3 = 0.0;
+                    out[first + 1].3 = 1.0;
+                }
+            }
+        }
+        let [train, valid] = rows.map(|mut rows| {
+            for i in (1..rows.len()).rev() {
+                let j = rng.below(i + 1);
+                rows.swap(i, j);
+            }
+            let mut t = CatTable {
+                keys: Vec::new(),
+                x: Vec::new(),
+                cats: vec![Vec::new(); CAT_LEVELS.len()],
+                y: Vec::new(),
+            };
+            for (g, x, vals, y) in rows {
+                t.keys.push(format!("g{g:05}"));
+                t.x.push(x);
+                for (c, v) in t.cats.iter_mut().zip(vals) {
+                    c.push(v);
+                }
+                t.y.push(y);
+            }
+            t
+        });
+        (train, valid)
+    }
+
+    /// The rows of one group, in their original order.
+    fn only(&self, key: &str) -> CatTable {
+        let idx: Vec<usize> = (0..self.y.len()).filter(|&i| self.keys[i] == key).collect();
+        CatTable {
+            keys: idx.iter().map(|&i| self.keys[i].clone()).collect(),
+            x: idx.iter().map(|&i| self.x[i]).collect(),
+            cats: self
+                .cats
+                .iter()
+                .map(|c| idx.iter().map(|&i| c[i].clone()).collect())
+                .collect(),
+            y: idx.iter().map(|&i| self.y[i]).collect(),
+        }
+    }
+
+    fn batch(&self) -> RecordBatch {
+        use arrow_array::{ArrayRef, Float32Array, StringArray};
+        use arrow_schema::{DataType, Field, Schema};
+        let mut fields = vec![
+            Field::new("g", DataType::Utf8, false),
+            Field::new("x", DataType::Float32, false),
+        ];
+        let mut cols: Vec<ArrayRef> = vec![
+            std::sync::Arc::new(StringArray::from(self.keys.clone())),
+            std::sync::Arc::new(Float32Array::from(self.x.clone())),
+        ];
+        for (&(name, _), c) in CAT_LEVELS.iter().zip(&self.cats) {
+            fields.push(Field::new(name, DataType::Utf8, true));
+            cols.push(std::sync::Arc::new(StringArray::from(c.clone())));
+        }
+        fields.push(Field::new("y", DataType::Float64, false));
+        cols.push(std::sync::Arc::new(Float64Array::from(self.y.clone())));
+        RecordBatch::try_new(std::sync::Arc::new(Schema::new(fields)), cols).unwrap()
+    }
+
+    fn write(&self, path: &Path) -> std::path::PathBuf {
+        groupfit::job::write_parquet(path, &self.batch()).unwrap();
+        path.to_path_buf()
+    }
+}
+
+/// Each categorical node's set as level text, through the bundle's
+/// dictionaries (a group trained alone codes its levels differently).
+fn cat_sets(b: &ModelBundle, m: &GbdtModel) -> Vec<Vec<Vec<String>>> {
+    m.trees
+        .iter()
+        .map(|t| {
+            t.cat_left
+                .iter()
+                .enumerate()
+                .map(|(n, codes)| {
+                    if codes.is_empty() {
+                        return Vec::new();
+                    }
+                    let name = &b.features[t.split_feature[n] as usize];
+                    let dict = b.categorical.iter().find(|d| &d.feature == name).unwrap();
+                    codes
+                        .iter()
+                        .map(|&c| dict.level(c as f64).to_string())
+                        .collect()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// [`assert_trees_close`], and the same category sets (as text).
+fn assert_cat_trees_close(
+    (ba, a): (&ModelBundle, &GbdtModel),
+    (bb, b): (&ModelBundle, &GbdtModel),
+    rel: f64,
+    what: &str,
+) {
+    assert_trees_close(a, b, rel, what);
+    assert_eq!(cat_sets(ba, a), cat_sets(bb, b), "{what}: category sets");
+}
+
+const CAT_GRID: &[&str] = &[
+    "rounds=20",
+    "num_leaves=4,15",
+    "learning_rate=0.3",
+    "min_data_in_leaf=5",
+    "min_data_per_group=20",
+    "cat_smooth=5",
+    "early_stopping_rounds=5",
+];
+
+/// A group trained among others equals the group trained alone (whose
+/// dictionaries hold only its own levels, in the same order), with every
+/// kind of categorical split, nulls, and unseen values in the validation
+/// rows that early stopping scores.
+fn gbdt_categorical_grouped_equals_looped(task: Task) {
+    let dir = tempfile::tempdir().unwrap();
+    let sizes = [40, 300, 1200, 3500];
+    let (table, vtable) = CatTable::synth(&sizes, task, 31);
+    let all = table.write(&dir.path().join("all.parquet"));
+    let vall = vtable.write(&dir.path().join("vall.parquet"));
+    let out = fit_gbdt(&all, &vall, task, Strategy::Auto, 2, CAT_GRID);
+    assert_eq!(
+        out.bundle.categorical.len(),
+        3,
+        "three categorical features"
+    );
+    let together = gbdt_models(&out.bundle);
+    let sets = cat_sets(&out.bundle, &together["g00003"]);
+    let on = |f: &str| {
+        let j = out.bundle.features.iter().position(|x| x == f).unwrap();
+        together["g00003"].trees.iter().any(|t| {
+            t.split_feature
+                .iter()
+                .zip(t.cat_left.iter().chain(std::iter::repeat(&Vec::new())))
+                .any(|(&s, c)| s as usize == j && !c.is_empty())
+        })
+    };
+    for f in ["c3", "c40", "c600"] {
+        assert!(on(f), "{task:?}: no split on {f}");
+    }
+    // The largest group's c600 has more category bins than a byte holds.
+    assert!(
+        together["g00003"].bins[3] > 256,
+        "{:?}",
+        together["g00003"].bins
+    );
+    assert!(
+        sets.iter().flatten().any(|s| s.len() > 1),
+        "a sorted split with several categories left"
+    );
+    for g in 0..sizes.len() {
+        let key = format!("g{g:05}");
+        let alone = table
+            .only(&key)
+            .write(&dir.path().join(format!("{key}.parquet")));
+        let valone = vtable
+            .only(&key)
+            .write(&dir.path().join(format!("v{key}.parquet")));
+        let b = fit_gbdt(&alone, &valone, task, Strategy::Auto, 2, CAT_GRID).bundle;
+        let m = gbdt(b.groups[0].model.as_ref().unwrap());
+        let what = format!("{task:?} group {key}");
+        assert_cat_trees_close((&out.bundle, &together[&key]), (&b, m), 1e-9, &what);
+        let same = out
+            .bundle
+            .groups
+            .iter()
+            .find(|e| e.key[0].as_deref() == Some(key.as_str()))
+            .unwrap();
+        assert_eq!(b.groups[0].config, same.config, "{key}: chosen config");
+        assert_eq!(b.groups[0].iterations, same.iterations, "{key}: rounds");
+        assert_eq!(
+            b.groups[0].valid_by_config, same.valid_by_config,
+            "{key}: scores"
+        );
+    }
+}
+
+#[test]
+fn gbdt_categorical_grouped_equals_looped_binary() {
+    gbdt_categorical_grouped_equals_looped(Task::Binary);
+}
+
+#[test]
+fn gbdt_categorical_grouped_equals_looped_regression() {
+    gbdt_categorical_grouped_equals_looped(Task::Regression);
+}
+
+/// Every strategy and thread count grows the same trees with categorical
+/// features (a dominant group cut over workers builds its histograms,
+/// the wide feature's included, in parts).
+#[test]
+fn gbdt_categorical_strategies_and_threads_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = Task::Binary;
+    let sizes = [6000, 700, 120, 45];
+    let (table, vtable) = CatTable::synth(&sizes, task, 41);
+    let all = table.write(&dir.path().join("all.parquet"));
+    let vall = vtable.write(&dir.path().join("vall.parquet"));
+    let params = &[
+        "rounds=12",
+        "num_leaves=7,31",
+        "learning_rate=0.2",
+        "early_stopping_rounds=4",
+    ];
+    let reference = fit_gbdt(&all, &vall, task, Strategy::Tp, 1, params).bundle;
+    let ref_models = gbdt_models(&reference);
+    for (strategy, threads) in [
+        (Strategy::Tp, 2),
+        (Strategy::Fused, 3),
+        (Strategy::Dp, 2),
+        (Strategy::Hybrid, 3),
+    ] {
+        let out = fit_gbdt(&all, &vall, task, strategy, threads, params);
+        let what = format!("{strategy:?} x {threads}");
+        assert_cuts(strategy, threads, out.summary.cut_groups, &what);
+        let ms = gbdt_models(&out.bundle);
+        for (k, m) in &ref_models {
+            let w = format!("{what}, group {k}");
+            assert_cat_trees_close((&reference, m), (&out.bundle, &ms[k]), 1e-9, &w);
+        }
+        let chosen = |b: &ModelBundle| b.groups.iter().map(|g| g.config).collect::<Vec<_>>();
+        assert_eq!(
+            chosen(&reference),
+            chosen(&out.bundle),
+            "{what}: chosen configs"
+        );
+    }
+}
+
+/// A saved and loaded model predicts the same; a null and a value unseen in
+/// training go the same way (right at every categorical node), and the
+/// categorical features have gain importance.
+#[test]
+fn gbdt_categorical_round_trip_null_and_unseen_go_right() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = Task::Regression;
+    let (table, mut vtable) = CatTable::synth(&[2000, 800], task, 51);
+    let all = table.write(&dir.path().join("all.parquet"));
+    let vall = vtable.write(&dir.path().join("vall.parquet"));
+    let spec = TrainSpec {
+        params: vec!["rounds=30".into(), "num_leaves=15".into()],
+        model: "gbdt".into(),
+        valid: Some(vall.clone()),
+        task: Some(task),
+        ..TrainSpec::new(&all, vec!["g".into()], "y")
+    };
+    let out = train(&spec, &mut |_e: Event| {}).unwrap();
+    let path = dir.path().join("m.gfm");
+    out.bundle.save(&path).unwrap();
+    let loaded = ModelBundle::load(&path).unwrap();
+    assert_eq!(loaded, out.bundle);
+    let preds = |b: &ModelBundle, p: &Path| -> Vec<f64> {
+        let (r, _) = predict_batch(b, p, true).unwrap();
+        let c = r.column_by_name("prediction").unwrap();
+        c.as_any()
+            .downcast_ref::<Float64Array>()
+            .unwrap()
+            .values()
+            .to_vec()
+    };
+    assert_eq!(preds(&out.bundle, &vall), preds(&loaded, &vall));
+    let models = gbdt_models(&out.bundle);
+    for f in ["c3", "c40", "c600"] {
+        let j = out.bundle.features.iter().position(|x| x == f).unwrap();
+        assert!(
+            models.values().any(|m| m.importance[j] > 0.0),
+            "no gain on {f}"
+        );
+    }
+    // Every categorical value null, then every one unseen: the same
+    // predictions, row by row.
+    let n = vtable.y.len();
+    for c in vtable.cats.iter_mut() {
+        *c = vec![None; n];
+    }
+    let nulls = preds(
+        &out.bundle,
+        &vtable.write(&dir.path().join("nulls.parquet")),
+    );
+    for (c, &(name, _)) in vtable.cats.iter_mut().zip(&CAT_LEVELS) {
+        *c = vec![Some(format!("{name}_never")); n];
+    }
+    let unseen = preds(
+        &out.bundle,
+        &vtable.write(&dir.path().join("unseen.parquet")),
+    );
+    assert_eq!(nulls, unseen);
+}

@@ -231,6 +231,7 @@ fn crafted_model_files_with_a_valid_checksum_are_checked() {
         left: left.clone(),
         right,
         leaf_value: vec![0.0; left.len() + 1],
+        cat_left: Vec::new(),
     };
     let gbdt = |t: groupfit::gbdt::tree::Tree| {
         FittedModel::Gbdt(GbdtModel {
