@@ -9,9 +9,10 @@ with benchmarks/categorical.sh's groupfit runs.
 Systems (joblib, 2 processes, one model library thread each):
   lightgbm-joblib-cat : LightGBM per group with categorical_feature (the c*
                         columns as integer codes of one global dictionary)
-  sklearn-joblib-onehot: per group, ColumnTransformer(StandardScaler on f*,
+  sklearn-joblib-onehot: per group, ColumnTransformer(f* passed through,
                         OneHotEncoder(handle_unknown="ignore") on c*) fitted
-                        once, then LogisticRegression per C of the grid
+                        once, then LogisticRegression per C of the grid (the
+                        linear family's objective: L2 on raw coefficients)
 
   categorical_baselines.py --data bench-out/cat-1000000-1000 --system lightgbm-joblib-cat
 """
@@ -65,9 +66,9 @@ def fit_lightgbm_cat(n_num, n_cat, task, Xtr, ytr, Xva, yva):
 def fit_onehot_linear(n_num, n_cat, task, Xtr, ytr, Xva, yva):
     from sklearn.compose import ColumnTransformer
     from sklearn.linear_model import LogisticRegression, Ridge
-    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+    from sklearn.preprocessing import OneHotEncoder
     enc = ColumnTransformer([
-        ("num", StandardScaler(), list(range(n_num))),
+        ("num", "passthrough", list(range(n_num))),
         ("cat", OneHotEncoder(handle_unknown="ignore"), list(range(n_num, n_num + n_cat))),
     ])
     Ztr = enc.fit_transform(Xtr)
