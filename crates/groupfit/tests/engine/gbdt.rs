@@ -694,3 +694,195 @@ fn gbdt_categorical_round_trip_null_and_unseen_go_right() {
     );
     assert_eq!(nulls, unseen);
 }
+
+// ---------------------------------------------------------------------------
+// gbdt: the golden file of a model with categorical features
+// ---------------------------------------------------------------------------
+
+/// Groups of the categorical golden table: three with their own models,
+/// `tiny` (4 rows < min_rows 10) and `solo` (one class) falling back.
+const GOLDEN_CAT_GROUPS: [(&str, usize); 5] = [
+    ("alpha", 160),
+    ("beta", 120),
+    ("gamma", 100),
+    ("tiny", 4),
+    ("solo", 30),
+];
+
+/// A table of keys `g`, a numeric `f0` and the text features `color` (3
+/// levels: one-vs-rest splits) and `shape` (12 levels: sorted splits), some
+/// null; every group has its own effect of each level.
+fn golden_cat_batch(
+    rows: &[(&str, f32, Option<&str>, Option<String>)],
+    y: Option<&[f64]>,
+) -> RecordBatch {
+    use arrow_array::{ArrayRef, Float32Array, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+    let mut fields = vec![
+        Field::new("g", DataType::Utf8, false),
+        Field::new("f0", DataType::Float32, true),
+        Field::new("color", DataType::Utf8, true),
+        Field::new("shape", DataType::Utf8, true),
+    ];
+    let mut cols: Vec<ArrayRef> = vec![
+        std::sync::Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0))),
+        std::sync::Arc::new(Float32Array::from_iter(
+            rows.iter().map(|r| (!r.1.is_nan()).then_some(r.1)),
+        )),
+        std::sync::Arc::new(StringArray::from_iter(rows.iter().map(|r| r.2))),
+        std::sync::Arc::new(StringArray::from_iter(rows.iter().map(|r| r.3.as_deref()))),
+    ];
+    if let Some(y) = y {
+        fields.push(Field::new("y", DataType::Float64, false));
+        cols.push(std::sync::Arc::new(Float64Array::from(y.to_vec())));
+    }
+    RecordBatch::try_new(std::sync::Arc::new(Schema::new(fields)), cols).unwrap()
+}
+
+fn golden_cat_table(path: &Path) -> std::path::PathBuf {
+    let colors = ["blue", "green", "red"];
+    let mut rng = Rng::new(606);
+    let mut rows = Vec::new();
+    let mut y = Vec::new();
+    for &(key, n) in &GOLDEN_CAT_GROUPS {
+        let ec: Vec<f64> = (0..3).map(|_| 1.5 * rng.normal()).collect();
+        let es: Vec<f64> = (0..12).map(|_| 1.5 * rng.normal()).collect();
+        for i in 0..n {
+            let f0 = rng.normal();
+            let (c, s) = (rng.below(3), rng.below(12));
+            let color = (rng.unit() >= 0.1).then_some(colors[c]);
+            let shape = (rng.unit() >= 0.05).then(|| format!("s{s:02}"));
+            let margin =
+                0.5 * f0 + color.map_or(1.0, |_| ec[c]) + shape.as_ref().map_or(-1.0, |_| es[s]);
+            let label = match (key, i) {
+                ("solo", _) => 1.0,
+                (_, 0) => 0.0,
+                (_, 1) => 1.0,
+                _ => f64::from(u8::from(rng.unit() < 1.0 / (1.0 + (-margin).exp()))),
+            };
+            rows.push((key, f0 as f32, color, shape));
+            y.push(label);
+        }
+    }
+    groupfit::job::write_parquet(path, &golden_cat_batch(&rows, Some(&y))).unwrap();
+    path.to_path_buf()
+}
+
+/// The rows the categorical golden model predicts: own-model groups with
+/// seen levels, a null color, an unseen shape and a missing `f0`; both
+/// fallback groups; an unseen group.
+fn golden_cat_rows() -> RecordBatch {
+    let s = |v: &str| Some(v.to_string());
+    let rows = [
+        ("alpha", 0.5f32, Some("red"), s("s03")),
+        ("alpha", -1.25, None, s("s07")),
+        ("beta", 2.0, Some("blue"), s("s99")),
+        ("beta", 0.0, Some("green"), None),
+        ("gamma", -0.75, Some("green"), s("s11")),
+        ("gamma", 1.5, Some("purple"), s("s00")),
+        ("tiny", 0.25, Some("red"), s("s05")),
+        ("solo", 1.0, Some("blue"), s("s02")),
+        ("unseen", -2.0, Some("red"), s("s04")),
+        ("alpha", f32::NAN, Some("blue"), s("s10")),
+    ];
+    golden_cat_batch(&rows, None)
+}
+
+/// `tests/golden/gbdt_v6_categorical.gfm` (format 6: dictionaries in the
+/// bundle, category sets in the trees) still loads and predicts its
+/// recorded values on `rows_gbdt_categorical.parquet`. `GROUPFIT_BLESS=1`
+/// trains it afresh while 6 is the current format (see
+/// tests/golden/README.md).
+#[test]
+fn gbdt_golden_categorical_model_file_still_loads_and_predicts() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden");
+    let stem = "gbdt_v6_categorical";
+    let (version, path) = (6, dir.join(format!("{stem}.gfm")));
+    let rows = dir.join("rows_gbdt_categorical.parquet");
+    let expected_path = dir.join(format!("{stem}.expected.json"));
+    let bless = std::env::var_os("GROUPFIT_BLESS").is_some_and(|v| v == "1");
+    if bless && version == groupfit::store::FORMAT_VERSION {
+        let tmp = tempfile::tempdir().unwrap();
+        let spec = TrainSpec {
+            model: "gbdt".into(),
+            params: [
+                "rounds=8",
+                "num_leaves=4,8",
+                "min_data_in_leaf=5",
+                "min_data_per_group=10",
+                "cat_smooth=2",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            threads: 1,
+            valid_fraction: 0.25,
+            min_rows: 10,
+            task: Some(Task::Binary),
+            ..TrainSpec::new(
+                golden_cat_table(&tmp.path().join("train.parquet")),
+                vec!["g".into()],
+                "y",
+            )
+        };
+        let out = train(&spec, &mut |_e: Event| {}).unwrap();
+        out.bundle.save(&path).unwrap();
+        groupfit::job::write_parquet(&rows, &golden_cat_rows()).unwrap();
+        let (p, r) = predictions(&ModelBundle::load(&path).unwrap(), &rows);
+        let json = serde_json::json!({
+            "comment": format!("predictions of {stem}.gfm on rows_gbdt_categorical.parquet; regenerate with GROUPFIT_BLESS=1 (see README.md)"),
+            "format_version": version,
+            "predictions": p,
+            "routes": r,
+        });
+        std::fs::write(
+            &expected_path,
+            serde_json::to_string_pretty(&json).unwrap() + "\n",
+        )
+        .unwrap();
+        eprintln!("blessed {stem} golden files in {}", dir.display());
+    }
+    let bundle = ModelBundle::load(&path).unwrap_or_else(|e| {
+        panic!(
+            "the committed golden model {stem} no longer loads: {e}\n(see tests/golden/README.md)"
+        )
+    });
+    assert_eq!(bundle.format_version, version);
+    assert_eq!(bundle.features, vec!["f0", "color", "shape"]);
+    let models = gbdt_models(&bundle);
+    let sets: Vec<&Vec<u32>> = models
+        .values()
+        .flat_map(|m| m.trees.iter().flat_map(|t| t.cat_left.iter()))
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert!(
+        sets.iter().any(|c| c.len() == 1) && sets.iter().any(|c| c.len() > 1),
+        "the golden model has categorical nodes of one and of several categories"
+    );
+    let expected: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&expected_path).unwrap()).unwrap();
+    let want: Vec<f64> = expected["predictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    let want_routes: Vec<&str> = expected["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let (got, routes) = predictions(&bundle, &rows);
+    assert_eq!(routes, want_routes, "{stem} routes");
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-12,
+            "{stem} row {i}: predicted {g}, golden {w} (see tests/golden/README.md)"
+        );
+    }
+    for r in ["own", "fallback", "unseen"] {
+        assert!(routes.iter().any(|x| x == r), "golden rows lack a {r} row");
+    }
+}
