@@ -252,5 +252,7 @@ def test_categorical_features_on_ray_equal_native(cluster, model, params):
     native = gf.fit(train, **kw)
     assert native.summary["categorical"] == {"shop": 3}
     remote = gf.fit(train, runner=gf.RayRunner(workers=2), **kw)
-    assert_same(native, remote, valid)
+    # Whole groups on one-thread actors against two native threads: the
+    # Newton iterates sum in another order and stop at the same tolerance.
+    assert_same(native, remote, valid, rtol=1e-5)
     assert remote.runner_info["placement"] == "whole groups"
