@@ -300,3 +300,68 @@ pub fn predictions(bundle: &ModelBundle, data: &Path) -> (Vec<f64>, Vec<String>)
         .collect();
     (p, r)
 }
+
+/// Writes `{stem}.expected.json` beside the golden model at `model`: its
+/// predictions and routes on `rows` (`GROUPFIT_BLESS=1`).
+pub fn bless_expected(model: &Path, rows: &Path, expected: &Path, stem: &str, version: u32) {
+    let (p, r) = predictions(&ModelBundle::load(model).unwrap(), rows);
+    let rows_name = rows.file_name().unwrap().to_string_lossy();
+    let json = serde_json::json!({
+        "comment": format!("predictions of {stem}.gfm on {rows_name}; regenerate with GROUPFIT_BLESS=1 (see README.md)"),
+        "format_version": version,
+        "predictions": p,
+        "routes": r,
+    });
+    std::fs::write(
+        expected,
+        serde_json::to_string_pretty(&json).unwrap() + "\n",
+    )
+    .unwrap();
+    eprintln!(
+        "blessed {stem} golden files in {}",
+        model.parent().unwrap().display()
+    );
+}
+
+/// Loads the committed golden model `stem` at `path`.
+pub fn load_golden(path: &Path, stem: &str) -> ModelBundle {
+    ModelBundle::load(path).unwrap_or_else(|e| {
+        panic!(
+            "the committed golden model {stem} no longer loads: {e}\n(see tests/golden/README.md)"
+        )
+    })
+}
+
+/// Checks `bundle`'s predictions (to 1e-12) and routes on `rows` against
+/// the golden `expected` file; returns the routes.
+pub fn check_expected(
+    bundle: &ModelBundle,
+    rows: &Path,
+    expected: &Path,
+    stem: &str,
+) -> Vec<String> {
+    let expected: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(expected).unwrap()).unwrap();
+    let want: Vec<f64> = expected["predictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    let want_routes: Vec<String> = expected["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    let (got, routes) = predictions(bundle, rows);
+    assert_eq!(routes, want_routes, "{stem} routes");
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-12,
+            "{stem} row {i}: predicted {g}, golden {w} (see tests/golden/README.md)"
+        );
+    }
+    routes
+}

@@ -828,25 +828,9 @@ fn gbdt_golden_categorical_model_file_still_loads_and_predicts() {
         let out = train(&spec, &mut |_e: Event| {}).unwrap();
         out.bundle.save(&path).unwrap();
         groupfit::job::write_parquet(&rows, &golden_cat_rows()).unwrap();
-        let (p, r) = predictions(&ModelBundle::load(&path).unwrap(), &rows);
-        let json = serde_json::json!({
-            "comment": format!("predictions of {stem}.gfm on rows_gbdt_categorical.parquet; regenerate with GROUPFIT_BLESS=1 (see README.md)"),
-            "format_version": version,
-            "predictions": p,
-            "routes": r,
-        });
-        std::fs::write(
-            &expected_path,
-            serde_json::to_string_pretty(&json).unwrap() + "\n",
-        )
-        .unwrap();
-        eprintln!("blessed {stem} golden files in {}", dir.display());
+        bless_expected(&path, &rows, &expected_path, stem, version);
     }
-    let bundle = ModelBundle::load(&path).unwrap_or_else(|e| {
-        panic!(
-            "the committed golden model {stem} no longer loads: {e}\n(see tests/golden/README.md)"
-        )
-    });
+    let bundle = load_golden(&path, stem);
     assert_eq!(bundle.format_version, version);
     assert_eq!(bundle.features, vec!["f0", "color", "shape"]);
     let models = gbdt_models(&bundle);
@@ -859,29 +843,7 @@ fn gbdt_golden_categorical_model_file_still_loads_and_predicts() {
         sets.iter().any(|c| c.len() == 1) && sets.iter().any(|c| c.len() > 1),
         "the golden model has categorical nodes of one and of several categories"
     );
-    let expected: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&expected_path).unwrap()).unwrap();
-    let want: Vec<f64> = expected["predictions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect();
-    let want_routes: Vec<&str> = expected["routes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
-    let (got, routes) = predictions(&bundle, &rows);
-    assert_eq!(routes, want_routes, "{stem} routes");
-    assert_eq!(got.len(), want.len());
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert!(
-            (g - w).abs() <= 1e-12,
-            "{stem} row {i}: predicted {g}, golden {w} (see tests/golden/README.md)"
-        );
-    }
+    let routes = check_expected(&bundle, &rows, &expected_path, stem);
     for r in ["own", "fallback", "unseen"] {
         assert!(routes.iter().any(|x| x == r), "golden rows lack a {r} row");
     }

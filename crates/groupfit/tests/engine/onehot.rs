@@ -675,25 +675,9 @@ fn golden_categorical(stem: &str, model: &str, params: &[&str]) {
         let bundle = train(&spec, &mut |_e: Event| {}).unwrap().bundle;
         bundle.save(&path).unwrap();
         golden_rows().write(&rows);
-        let (p, r) = predictions(&ModelBundle::load(&path).unwrap(), &rows);
-        let json = serde_json::json!({
-            "comment": format!("predictions of {stem}.gfm on rows_categorical.parquet; regenerate with GROUPFIT_BLESS=1 (see README.md)"),
-            "format_version": 6,
-            "predictions": p,
-            "routes": r,
-        });
-        std::fs::write(
-            &expected_path,
-            serde_json::to_string_pretty(&json).unwrap() + "\n",
-        )
-        .unwrap();
-        eprintln!("blessed {stem} golden files in {}", dir.display());
+        bless_expected(&path, &rows, &expected_path, stem, 6);
     }
-    let bundle = ModelBundle::load(&path).unwrap_or_else(|e| {
-        panic!(
-            "the committed golden model {stem} no longer loads: {e}\n(see tests/golden/README.md)"
-        )
-    });
+    let bundle = load_golden(&path, stem);
     assert_eq!((bundle.format_version, bundle.family.as_str()), (6, model));
     assert_eq!(bundle.features, vec!["f0", "f1", "c0"]);
     assert_eq!(bundle.categorical.len(), 1);
@@ -702,29 +686,7 @@ fn golden_categorical(stem: &str, model: &str, params: &[&str]) {
         !own.model.as_ref().unwrap().onehot().is_empty(),
         "{stem}: no encodings"
     );
-    let expected: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&expected_path).unwrap()).unwrap();
-    let want: Vec<f64> = expected["predictions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect();
-    let want_routes: Vec<String> = expected["routes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect();
-    let (got, routes) = predictions(&bundle, &rows);
-    assert_eq!(routes, want_routes, "{stem} routes");
-    assert_eq!(got.len(), want.len());
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert!(
-            (g - w).abs() <= 1e-12,
-            "{stem} row {i}: predicted {g}, golden {w} (see tests/golden/README.md)"
-        );
-    }
+    check_expected(&bundle, &rows, &expected_path, stem);
 }
 
 #[test]

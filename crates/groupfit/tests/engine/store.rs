@@ -405,54 +405,16 @@ fn golden_case(stem: &str, version: u32, model: &str, params: &[&str]) {
         std::fs::create_dir_all(&dir).unwrap();
         bundle.save(&path).unwrap();
         write_parquet(&rows, &golden_rows()).unwrap();
-        let (p, r) = predictions(&ModelBundle::load(&path).unwrap(), &rows);
-        let json = serde_json::json!({
-            "comment": format!("predictions of {stem}.gfm on rows.parquet; regenerate with GROUPFIT_BLESS=1 (see README.md)"),
-            "format_version": FORMAT_VERSION,
-            "predictions": p,
-            "routes": r,
-        });
-        std::fs::write(
-            &expected_path,
-            serde_json::to_string_pretty(&json).unwrap() + "\n",
-        )
-        .unwrap();
-        eprintln!("blessed {stem} golden files in {}", dir.display());
+        bless_expected(&path, &rows, &expected_path, stem, FORMAT_VERSION);
     }
 
-    let bundle = ModelBundle::load(&path).unwrap_or_else(|e| {
-        panic!(
-            "the committed golden model {stem} no longer loads: {e}\n(see tests/golden/README.md)"
-        )
-    });
+    let bundle = load_golden(&path, stem);
     assert_eq!(bundle.format_version, version);
     assert_eq!(bundle.family, model);
     assert_eq!(bundle.key_columns, vec!["g".to_string()]);
     assert_eq!(bundle.features, vec!["f0", "f1", "f2"]);
     assert_eq!(bundle.task, Task::Binary);
-    let expected: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&expected_path).unwrap()).unwrap();
-    let want: Vec<f64> = expected["predictions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect();
-    let want_routes: Vec<String> = expected["routes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect();
-    let (got, routes) = predictions(&bundle, &rows);
-    assert_eq!(routes, want_routes, "{stem} routes");
-    assert_eq!(got.len(), want.len());
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert!(
-            (g - w).abs() <= 1e-12,
-            "{stem} row {i}: predicted {g}, golden {w} (see tests/golden/README.md)"
-        );
-    }
+    let routes = check_expected(&bundle, &rows, &expected_path, stem);
     for r in ["own", "fallback", "unseen"] {
         assert!(routes.iter().any(|x| x == r), "golden rows lack a {r} row");
     }
