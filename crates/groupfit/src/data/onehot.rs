@@ -274,6 +274,23 @@ pub fn any_categorical(kinds: &[FeatureKind]) -> bool {
     kinds.iter().any(|k| k.levels().is_some())
 }
 
+/// A grid in parts that share a layout: one part, unless there are
+/// categorical features and the configs' caps (`max_cat`, `min_cat_rows`)
+/// differ; each part's cap (`None`: no categorical features) and configs.
+pub fn layout_parts(
+    kinds: &[FeatureKind],
+    caps: impl Iterator<Item = Cap>,
+) -> Vec<(Option<Cap>, Vec<usize>)> {
+    let caps: Vec<Cap> = caps.collect();
+    if !any_categorical(kinds) {
+        return vec![(None, (0..caps.len()).collect())];
+    }
+    parts(&caps)
+        .into_iter()
+        .map(|(c, ks)| (Some(c), ks))
+        .collect()
+}
+
 impl OneHotPlan {
     /// Counts every group's categories (and the global pseudo-group's, over
     /// every training row) and encodes them.

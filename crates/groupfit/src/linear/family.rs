@@ -63,20 +63,6 @@ fn layout(data: &TrainData<'_>, cap: Option<Cap>) -> Result<GroupedMatrix> {
     }
 }
 
-/// The grid in parts that share a layout: one part, unless there are
-/// categorical features and the configs differ in `max_cat` or
-/// `min_cat_rows`; each part's cap (`None`: no categorical features).
-fn layout_parts(data: &TrainData<'_>, configs: &[LinearConfig]) -> Vec<(Option<Cap>, Vec<usize>)> {
-    if !onehot::any_categorical(data.kinds) {
-        return vec![(None, (0..configs.len()).collect())];
-    }
-    let caps: Vec<Cap> = configs.iter().map(LinearConfig::cap).collect();
-    onehot::parts(&caps)
-        .into_iter()
-        .map(|(c, ks)| (Some(c), ks))
-        .collect()
-}
-
 /// Fits the grid `configs` on one layout.
 fn fit_layout(
     data: &TrainData<'_>,
@@ -136,7 +122,7 @@ impl Family for Linear {
         on: &mut dyn FnMut(PassProgress),
     ) -> Result<FamilyFit<LinearModel>> {
         let configs = configs(points)?;
-        let parts = layout_parts(data, &configs);
+        let parts = onehot::layout_parts(data.kinds, configs.iter().map(LinearConfig::cap));
         let ks: Vec<Vec<usize>> = parts.iter().map(|p| p.1.clone()).collect();
         fit_parts(&ks, configs.len(), |i, ks| {
             let sub: Vec<LinearConfig> = ks.iter().map(|&k| configs[k]).collect();
@@ -148,7 +134,10 @@ impl Family for Linear {
         let configs = configs(points)?;
         // The first part's layout (the grid's first config's encoding) for
         // every config.
-        let matrix = layout(data, layout_parts(data, &configs)[0].0)?;
+        let matrix = layout(
+            data,
+            onehot::layout_parts(data.kinds, configs.iter().map(LinearConfig::cap))[0].0,
+        )?;
         Ok(explain_grouped(
             &matrix,
             data.task,

@@ -101,7 +101,10 @@ impl Family for Mlp {
         let configs = configs(points)?;
         // The first part's layout (the grid's first config's encoding) for
         // every config.
-        let (_, layout, streams) = prepare(data, layout_parts(data, &configs)[0].0);
+        let (_, layout, streams) = prepare(
+            data,
+            onehot::layout_parts(data.kinds, configs.iter().map(MlpConfig::cap))[0].0,
+        );
         let family = MlpPass::new(&layout, data.task, &configs, &streams, data.seed);
         let units = family.initial_units(data.fit, data.threads);
         Ok(explain(&family, units, &family.slot_ranges(), data.threads))
@@ -127,27 +130,13 @@ impl Family for Mlp {
                 f32::MAX
             )));
         }
-        let parts = layout_parts(data, &configs);
+        let parts = onehot::layout_parts(data.kinds, configs.iter().map(MlpConfig::cap));
         let ks: Vec<Vec<usize>> = parts.iter().map(|p| p.1.clone()).collect();
         fit_parts(&ks, configs.len(), |i, ks| {
             let sub: Vec<MlpConfig> = ks.iter().map(|&k| configs[k].clone()).collect();
             fit_layout(data, &sub, parts[i].0, &mut *on)
         })
     }
-}
-
-/// The grid in parts that share a layout: one part, unless there are
-/// categorical features and the configs differ in `max_cat` or
-/// `min_cat_rows`; each part's cap (`None`: no categorical features).
-fn layout_parts(data: &TrainData<'_>, configs: &[MlpConfig]) -> Vec<(Option<Cap>, Vec<usize>)> {
-    if !onehot::any_categorical(data.kinds) {
-        return vec![(None, (0..configs.len()).collect())];
-    }
-    let caps: Vec<Cap> = configs.iter().map(MlpConfig::cap).collect();
-    onehot::parts(&caps)
-        .into_iter()
-        .map(|(c, ks)| (Some(c), ks))
-        .collect()
 }
 
 /// Fits the grid `configs` on one layout.
