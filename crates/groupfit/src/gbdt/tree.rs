@@ -35,6 +35,16 @@ pub struct Tree {
     pub cat_left: Vec<Vec<u32>>,
 }
 
+/// A tree's category sets as bitsets over codes ([`Tree::cat_bits`]), for
+/// walking many rows: node `n`'s set is `words[start[n]..start[n] + len[n]]`
+/// (`len` 0: a numeric node).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CatBits {
+    words: Vec<u64>,
+    start: Vec<u32>,
+    len: Vec<u32>,
+}
+
 /// Rows that walk a tree together in [`Tree::add_rows`]: one row's walk
 /// waits on each node's loads; several independent walks overlap.
 const LANES: usize = 8;
@@ -140,20 +150,30 @@ impl Tree {
 
     /// Adds the tree's output for the rows of `x` (row-major, `d` values
     /// a row, `out.len()` rows) to `out`: the values [`Tree::predict`]
-    /// gives, [`LANES`] rows walking the tree at a time (a tree with
-    /// categorical nodes: one row at a time).
-    pub fn add_rows(&self, x: &[f64], d: usize, out: &mut [f64]) {
+    /// gives, [`LANES`] rows walking the tree at a time. A tree with
+    /// categorical nodes walks them so with `bits` (its [`Tree::cat_bits`]),
+    /// else one row at a time.
+    pub fn add_rows(&self, x: &[f64], d: usize, out: &mut [f64], bits: Option<&CatBits>) {
         if self.split_feature.is_empty() {
             let v = self.leaf_value[0];
             out.iter_mut().for_each(|o| *o += v);
             return;
         }
-        if !self.cat_left.is_empty() {
-            for (r, o) in out.iter_mut().enumerate() {
-                *o += self.predict(&x[r * d..r * d + d]);
+        match bits {
+            _ if self.cat_left.is_empty() => self.walk_lanes(x, d, out, |n, v| self.child(n, v)),
+            Some(b) => self.walk_lanes(x, d, out, |n, v| self.child_bits(n, v, b)),
+            None => {
+                for (r, o) in out.iter_mut().enumerate() {
+                    *o += self.predict(&x[r * d..r * d + d]);
+                }
             }
-            return;
         }
+    }
+
+    /// [`Tree::add_rows`] with `child` choosing each step, [`LANES`] rows
+    /// at a time; the rows past the last full set of lanes one by one.
+    #[inline(always)]
+    fn walk_lanes(&self, x: &[f64], d: usize, out: &mut [f64], child: impl Fn(usize, f64) -> i32) {
         let mut chunks = out.chunks_exact_mut(LANES);
         let mut base = 0;
         for chunk in &mut chunks {
@@ -163,7 +183,7 @@ impl Tree {
             while node.iter().any(|&i| i >= 0) {
                 for (l, i) in node.iter_mut().enumerate() {
                     let n = (*i).max(0) as usize;
-                    let next = self.child(n, x[(base + l) * d + self.split_feature[n] as usize]);
+                    let next = child(n, x[(base + l) * d + self.split_feature[n] as usize]);
                     *i = [*i, next][(*i >= 0) as usize];
                 }
             }
@@ -176,6 +196,47 @@ impl Tree {
             let r = (base + k) * d;
             *o += self.predict(&x[r..r + d]);
         }
+    }
+
+    /// The category sets as bitsets over codes, for [`Tree::add_rows`];
+    /// `None` for a tree without categorical nodes.
+    pub fn cat_bits(&self) -> Option<CatBits> {
+        if self.cat_left.is_empty() {
+            return None;
+        }
+        // Word 0 is a zero word that numeric nodes point at.
+        let mut b = CatBits {
+            words: vec![0],
+            start: Vec::with_capacity(self.cat_left.len()),
+            len: Vec::with_capacity(self.cat_left.len()),
+        };
+        for set in &self.cat_left {
+            let words = set.last().map_or(0, |&c| c as usize / 64 + 1);
+            b.start
+                .push(if words == 0 { 0 } else { b.words.len() as u32 });
+            b.len.push(words as u32);
+            let at = b.words.len();
+            b.words.resize(at + words, 0);
+            for &c in set {
+                b.words[at + c as usize / 64] |= 1 << (c % 64);
+            }
+        }
+        Some(b)
+    }
+
+    /// [`Tree::child_any`] through `bits` ([`Tree::cat_bits`]), without a
+    /// branch on the value.
+    #[inline(always)]
+    fn child_bits(&self, n: usize, v: f64, bits: &CatBits) -> i32 {
+        let (start, len) = (bits.start[n] as usize, bits.len[n] as usize);
+        // NaN and negative values convert to 0; `v >= 0.0` rules them out.
+        let c = v as usize;
+        let inside = (v >= 0.0) & (c / 64 < len);
+        let word = bits.words[start + if inside { c / 64 } else { 0 }];
+        let cat = inside & ((word >> (c % 64)) & 1 == 1);
+        let num = (v <= self.threshold[n]) | (v.is_nan() & self.default_left[n]);
+        let left = if len > 0 { cat } else { num };
+        [self.right[n], self.left[n]][left as usize]
     }
 
     /// The tree's output for one row.
@@ -411,10 +472,27 @@ mod tests {
         for v in [3.0, 70.0, 6.0, -1.0, -2.0, f64::NAN] {
             assert_eq!(tree.predict(&[0.0, v]), 2.0, "code {v}");
         }
-        let x = [0.0, 5.0, 1.0, 7.0, 0.0, -1.0, 0.0, -2.0];
-        let mut out = [0.0; 4];
-        tree.add_rows(&x, 2, &mut out);
-        assert_eq!(out, [1.0, 3.0, 2.0, 2.0]);
+        // Many rows at once, with and without the bitsets: the same.
+        let rows: Vec<[f64; 2]> = (0..21)
+            .map(|i| {
+                [
+                    (i % 3) as f64 * 0.5,
+                    [5.0, 7.0, 3.0, 70.0, 6.0, -1.0, -2.0][i % 7],
+                ]
+            })
+            .chain([[0.0, f64::NAN], [1.0, 7.0], [0.0, 700.0]])
+            .collect();
+        let x: Vec<f64> = rows.iter().flatten().copied().collect();
+        let want: Vec<f64> = rows.iter().map(|r| tree.predict(r)).collect();
+        let bits = tree.cat_bits();
+        for b in [bits.as_ref(), None] {
+            let mut out = vec![0.0; rows.len()];
+            tree.add_rows(&x, 2, &mut out, b);
+            assert_eq!(out, want);
+        }
+        // [0, 5] and [0.5, 7]: left, then f0 <= 0.5; [1, 3]: right; [1, 5]: left, f0 > 0.5.
+        assert_eq!(&want[..3], &[1.0, 1.0, 2.0]);
+        assert_eq!(want[14], 3.0);
         // A set past 64 bins, as in a feature of many levels.
         let mut w = BinTree::new();
         w.split_categorical(0, 0, &[300, 64, 1], 900);
