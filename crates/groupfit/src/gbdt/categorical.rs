@@ -267,7 +267,11 @@ pub fn best_cat_split(
         default_left: false,
         gain: best_gain - parent,
         left,
-        right: total.sub(left),
+        right: Sums {
+            g: total.g - left.g,
+            h: total.h - left.h,
+            n: total.n - left.n,
+        },
         left_bins,
         extra_l2,
     })
