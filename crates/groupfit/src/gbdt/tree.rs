@@ -36,11 +36,12 @@ pub struct Tree {
 }
 
 /// A tree's category sets as bitsets over codes ([`Tree::cat_bits`]), for
-/// walking many rows: node `n`'s set is `words[start[n]..start[n] + len[n]]`
-/// (`len` 0: a numeric node).
+/// walking many rows: node `n`'s set is `words[start[n]..start[n] + len[n]]`,
+/// codes from `64 * first[n]` on (`len` 0: a numeric node).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CatBits {
     words: Vec<u64>,
+    first: Vec<u32>,
     start: Vec<u32>,
     len: Vec<u32>,
 }
@@ -199,26 +200,42 @@ impl Tree {
     }
 
     /// The category sets as bitsets over codes, for [`Tree::add_rows`];
-    /// `None` for a tree without categorical nodes.
+    /// `None` for a tree without categorical nodes, or whose bitsets would
+    /// be far larger than its code lists (codes spread far apart, as only a
+    /// crafted file has them: such a tree walks one row at a time).
     pub fn cat_bits(&self) -> Option<CatBits> {
         if self.cat_left.is_empty() {
             return None;
         }
-        // Word 0 is a zero word that numeric nodes point at.
-        let mut b = CatBits {
-            words: vec![0],
-            start: Vec::with_capacity(self.cat_left.len()),
-            len: Vec::with_capacity(self.cat_left.len()),
+        // A node's words: from its lowest code's to its highest code's.
+        let span = |set: &[u32]| match (set.first(), set.last()) {
+            (Some(&lo), Some(&hi)) => (lo / 64, hi / 64 - lo / 64 + 1),
+            _ => (0, 0),
         };
+        let codes: usize = self.cat_left.iter().map(Vec::len).sum();
+        let words: usize = self.cat_left.iter().map(|c| span(c).1 as usize).sum();
+        if words > 16 * codes + 1024 {
+            return None;
+        }
+        // Word 0 is a zero word that numeric nodes point at.
+        let n = self.cat_left.len();
+        let mut b = CatBits {
+            words: Vec::with_capacity(words + 1),
+            first: Vec::with_capacity(n),
+            start: Vec::with_capacity(n),
+            len: Vec::with_capacity(n),
+        };
+        b.words.push(0);
         for set in &self.cat_left {
-            let words = set.last().map_or(0, |&c| c as usize / 64 + 1);
+            let (first, len) = span(set);
+            b.first.push(first);
             b.start
-                .push(if words == 0 { 0 } else { b.words.len() as u32 });
-            b.len.push(words as u32);
+                .push(if len == 0 { 0 } else { b.words.len() as u32 });
+            b.len.push(len);
             let at = b.words.len();
-            b.words.resize(at + words, 0);
+            b.words.resize(at + len as usize, 0);
             for &c in set {
-                b.words[at + c as usize / 64] |= 1 << (c % 64);
+                b.words[at + (c / 64 - first) as usize] |= 1 << (c % 64);
             }
         }
         Some(b)
@@ -230,9 +247,11 @@ impl Tree {
     fn child_bits(&self, n: usize, v: f64, bits: &CatBits) -> i32 {
         let (start, len) = (bits.start[n] as usize, bits.len[n] as usize);
         // NaN and negative values convert to 0; `v >= 0.0` rules them out.
+        // A code below the set's first word wraps to a large `w`.
         let c = v as usize;
-        let inside = (v >= 0.0) & (c / 64 < len);
-        let word = bits.words[start + if inside { c / 64 } else { 0 }];
+        let w = (c / 64).wrapping_sub(bits.first[n] as usize);
+        let inside = (v >= 0.0) & (w < len);
+        let word = bits.words[start + if inside { w } else { 0 }];
         let cat = inside & ((word >> (c % 64)) & 1 == 1);
         let num = (v <= self.threshold[n]) | (v.is_nan() & self.default_left[n]);
         let left = if len > 0 { cat } else { num };
@@ -498,6 +517,37 @@ mod tests {
         w.split_categorical(0, 0, &[300, 64, 1], 900);
         assert!(w.goes_left(0, 300) && w.goes_left(0, 64) && w.goes_left(0, 1));
         assert!(!w.goes_left(0, 0) && !w.goes_left(0, 299) && !w.goes_left(0, 900));
+        // Codes spread far apart (a crafted file): no bitsets, the same
+        // predictions one row at a time.
+        let mut far = tree.clone();
+        far.cat_left[0] = vec![5, 7, u32::MAX - 1];
+        assert!(far.cat_bits().is_none());
+        let mut out = vec![0.0; rows.len()];
+        far.add_rows(&x, 2, &mut out, None);
+        assert_eq!(out, want);
+        // Sets of high codes only start at their first word.
+        let mut high = tree.clone();
+        high.cat_left[0] = vec![1_000_005, 1_000_007];
+        let hb = high.cat_bits().unwrap();
+        assert_eq!(hb.len, vec![1, 0]);
+        let hx: Vec<f64> = [
+            1_000_005.0,
+            5.0,
+            1_000_006.0,
+            1_000_007.0,
+            -1.0,
+            64.0,
+            0.0,
+            1e9,
+        ]
+        .iter()
+        .flat_map(|&c| [0.0, c])
+        .collect();
+        let mut got = vec![0.0; 8];
+        high.add_rows(&hx, 2, &mut got, Some(&hb));
+        let want_high: Vec<f64> = hx.chunks(2).map(|r| high.predict(r)).collect();
+        assert_eq!(got, want_high);
+        assert_eq!(want_high[..4], [1.0, 2.0, 2.0, 1.0]);
         // Checks of a loaded tree.
         let mut bad = tree.clone();
         bad.cat_left[0] = vec![7, 5];
