@@ -19,7 +19,8 @@ pub struct GbdtModel {
     /// Per feature, the total gain of the splits on it (LightGBM's `gain` importance).
     #[serde(with = "crate::codec::f64s")]
     pub importance: Vec<f64>,
-    /// Per feature, the number of value bins its training rows were cut into.
+    /// Per feature, the number of value bins its training rows were cut into
+    /// (a categorical feature: the categories with a bin of their own).
     pub bins: Vec<u32>,
 }
 
