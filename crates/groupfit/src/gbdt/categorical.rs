@@ -162,8 +162,9 @@ pub fn best_cat_split(
     }
     let at = |t: usize| (h[STRIDE * t], h[STRIDE * t + 1]);
     let cnt_factor = total.n / total.h;
-    // LightGBM's `RoundInt(hessian * cnt_factor)`.
-    let est = |hess: f64| (hess * cnt_factor + 0.5).floor();
+    // LightGBM's `RoundInt(hessian * cnt_factor)`: a truncation (no libm
+    // `floor` call; the same for the non-negative values it gets).
+    let est = |hess: f64| (hess * cnt_factor + 0.5) as i64 as f64;
     // The parent's term uses `lambda_l2` alone, also for a sorted split.
     let parent = rules.gain(total);
     let mut best_gain = parent;
@@ -194,15 +195,17 @@ pub fn best_cat_split(
             }
         }
     } else {
-        let mut used: Vec<u32> = (0..k as u32)
-            .filter(|&t| est(at(t as usize).1) >= cat.cat_smooth)
+        // (G / (H + cat_smooth), bin) of the categories with rows enough,
+        // sorted by the ratio; a stable sort, so equal ratios keep the bin
+        // order (`+ 0.0`: -0.0 sorts as 0.0, as `<` compares them).
+        let mut keyed: Vec<(f64, u32)> = (0..k)
+            .filter_map(|t| {
+                let (g, hess) = at(t);
+                (est(hess) >= cat.cat_smooth).then(|| (g / (hess + cat.cat_smooth) + 0.0, t as u32))
+            })
             .collect();
-        // `+ 0.0`: -0.0 sorts as 0.0, as `<` compares them (a stable sort).
-        let ctr = |t: u32| {
-            let (g, hess) = at(t as usize);
-            g / (hess + cat.cat_smooth) + 0.0
-        };
-        used.sort_by(|&a, &b| ctr(a).total_cmp(&ctr(b)));
+        keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let used: Vec<u32> = keyed.into_iter().map(|(_, t)| t).collect();
         let sorted = Rules {
             lambda: rules.lambda + cat.cat_l2,
             ..*rules
@@ -264,7 +267,11 @@ pub fn best_cat_split(
         default_left: false,
         gain: best_gain - parent,
         left,
-        right: total.sub(left),
+        right: Sums {
+            g: total.g - left.g,
+            h: total.h - left.h,
+            n: total.n - left.n,
+        },
         left_bins,
         extra_l2,
     })

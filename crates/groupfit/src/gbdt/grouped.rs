@@ -93,6 +93,15 @@ impl Binning {
     }
 }
 
+/// The values of `col` at `rows`, as `f64`, into `out` (cleared first).
+// One body for `f32` and `f64` columns: the cast is needed for one.
+#[allow(clippy::unnecessary_cast)]
+fn gather(col: &crate::data::Column, rows: &[u32], out: &mut Vec<f64>) {
+    out.clear();
+    crate::with_values!(col, |v| out
+        .extend(rows.iter().map(|&r| v[r as usize] as f64)));
+}
+
 /// Writes the bin of each of `values` under `m` into `out`.
 fn bin_into(m: &BinMapper, values: &[f64], out: &mut [u8]) {
     for (b, &v) in out.iter_mut().zip(values) {
@@ -216,9 +225,7 @@ impl LayoutRows {
         let n_all = self.starts.len() - 1;
         let (starts, valid_starts) = (&self.starts, &self.valid_starts);
         let BinScratch { values, keys, .. } = scratch;
-        values.clear();
-        crate::with_values!(input.columns[j], |v| values
-            .extend(self.rows.iter().map(|&r| v[r as usize] as f64)));
+        gather(&input.columns[j], &self.rows, values);
         let mut bins = vec![0u8; self.rows.len()];
         let mut mappers = Vec::with_capacity(n_all);
         for g in 0..n_all {
@@ -232,9 +239,7 @@ impl LayoutRows {
             bin_into(&m, &values[lo..hi], &mut bins[lo..hi]);
             mappers.push(m);
         }
-        values.clear();
-        crate::with_values!(input.valid.columns[j], |v| values
-            .extend(self.valid_rows.iter().map(|&r| v[r as usize] as f64)));
+        gather(&input.valid.columns[j], &self.valid_rows, values);
         let mut valid_bins = vec![0u8; self.valid_rows.len()];
         for (g, m) in mappers.iter().enumerate() {
             let (lo, hi) = (valid_starts[g], valid_starts[g + 1]);
@@ -266,9 +271,7 @@ impl LayoutRows {
             table,
             ..
         } = scratch;
-        values.clear();
-        crate::with_values!(input.columns[j], |v| values
-            .extend(self.rows.iter().map(|&r| v[r as usize] as f64)));
+        gather(&input.columns[j], &self.rows, values);
         let mut cats = Vec::with_capacity(n_all);
         for g in 0..n_all {
             let (lo, hi) = (starts[g], starts[g + 1]);
@@ -281,8 +284,7 @@ impl LayoutRows {
             ));
         }
         let mut valid_values = Vec::with_capacity(self.valid_rows.len());
-        crate::with_values!(input.valid.columns[j], |v| valid_values
-            .extend(self.valid_rows.iter().map(|&r| v[r as usize] as f64)));
+        gather(&input.valid.columns[j], &self.valid_rows, &mut valid_values);
         // Every group's training and validation rows through its table.
         fn fill<B: TryFrom<u16> + Copy + Default>(
             cats: &[CatBins],

@@ -120,7 +120,10 @@ pub fn build_rows(hist: &mut [f64], data: &BinnedGroup<'_>, rows: &[u32], gh: &[
     }
 }
 
-/// The `u8` bins of [`build_rows`] (a wide feature's go to the sink).
+/// The `u8` bins of [`build_rows`] (a wide feature's go to the sink). Not
+/// inlined: with the wide loop after it in one function, the row loop ran
+/// short of registers.
+#[inline(never)]
 fn build_rows_narrow(hist: &mut [f64], data: &BinnedGroup<'_>, rows: &[u32], gh: &[[f32; 2]]) {
     let d = data.d;
     let offsets = &data.row_offsets[..d];
@@ -146,6 +149,7 @@ fn build_rows_narrow(hist: &mut [f64], data: &BinnedGroup<'_>, rows: &[u32], gh:
 }
 
 /// The `u16` bins of the wide features of [`build_rows`].
+#[inline(never)]
 fn build_rows_wide(hist: &mut [f64], data: &BinnedGroup<'_>, rows: &[u32], gh: &[[f32; 2]]) {
     let dw = data.wide.len();
     let offsets: Vec<u32> = data

@@ -19,7 +19,8 @@ pub struct GbdtModel {
     /// Per feature, the total gain of the splits on it (LightGBM's `gain` importance).
     #[serde(with = "crate::codec::f64s")]
     pub importance: Vec<f64>,
-    /// Per feature, the number of value bins its training rows were cut into.
+    /// Per feature, the number of value bins its training rows were cut into
+    /// (a categorical feature: the categories with a bin of their own).
     pub bins: Vec<u32>,
 }
 
@@ -69,6 +70,8 @@ impl GbdtModel {
         let mut out = vec![-0.0; range.len()];
         let d = cols.len();
         let mut x = vec![0.0; PREDICT_BLOCK * d];
+        // The category sets of trees with categorical nodes, as bitsets.
+        let bits: Vec<_> = self.trees.iter().map(Tree::cat_bits).collect();
         for (b, block) in out.chunks_mut(PREDICT_BLOCK).enumerate() {
             let lo = range.start + b * PREDICT_BLOCK;
             for (j, col) in cols.iter().enumerate() {
@@ -76,8 +79,8 @@ impl GbdtModel {
                     x[r * d + j] = v;
                 }
             }
-            for t in &self.trees {
-                t.add_rows(&x, d, block);
+            for (t, bits) in self.trees.iter().zip(&bits) {
+                t.add_rows(&x, d, block, bits.as_ref());
             }
         }
         for v in &mut out {
@@ -102,9 +105,11 @@ mod tests {
 
     #[test]
     fn predict_columns_is_predict_row_bit_for_bit() {
-        // Random trees (1 to 40 leaves, some of one leaf) over 3 features,
-        // random rows with NaNs; ranges that start and end off the lane and
-        // block boundaries.
+        // Random trees (1 to 40 leaves, some of one leaf) over 3 numeric
+        // features and a categorical one (its nodes in every other tree; 200
+        // bins of codes 3b, so sets span several 64-bit words), random rows
+        // with NaNs, null and unseen codes; ranges that start and end off
+        // the lane and block boundaries.
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = move || {
             state ^= state << 13;
@@ -112,7 +117,7 @@ mod tests {
             state ^= state << 17;
             (state >> 11) as f64 / (1u64 << 53) as f64
         };
-        let d = 3;
+        let d = 4;
         let trees: Vec<Tree> = (0..25)
             .map(|t| {
                 let mut bt = BinTree::new();
@@ -121,15 +126,28 @@ mod tests {
                 } else {
                     1 + (next() * 40.0) as usize
                 };
+                let features = if t % 2 == 0 { 4 } else { 3 };
                 for _ in 1..leaves {
                     let leaf = (next() * bt.leaf_parent.len() as f64) as usize;
-                    let f = (next() * d as f64) as usize;
-                    bt.split(leaf, f, (next() * 10.0) as usize, 10, next() < 0.5);
+                    let f = (next() * features as f64) as usize;
+                    if f == 3 {
+                        let set: Vec<u32> = (0..1 + (next() * 12.0) as usize)
+                            .map(|_| (next() * 200.0) as u32)
+                            .collect();
+                        bt.split_categorical(leaf, f, &set, 200);
+                    } else {
+                        bt.split(leaf, f, (next() * 10.0) as usize, 10, next() < 0.5);
+                    }
                 }
                 let values = (0..leaves).map(|_| next() - 0.5).collect();
-                bt.finish(|_, b| b as f64 / 10.0 - 0.5 + 0.01, |_, _| 0, values)
+                bt.finish(
+                    |_, b| b as f64 / 10.0 - 0.5 + 0.01,
+                    |_, b| 3 * b as u32,
+                    values,
+                )
             })
             .collect();
+        assert!(trees.iter().any(|t| !t.cat_left.is_empty()));
         let model = GbdtModel {
             init: 0.3,
             trees,
@@ -138,14 +156,15 @@ mod tests {
         };
         let n = 700;
         let cols: Vec<Vec<f64>> = (0..d)
-            .map(|_| {
+            .map(|j| {
                 (0..n)
                     .map(|_| {
                         let u = next();
-                        if u < 0.1 {
-                            f64::NAN
-                        } else {
-                            u - 0.5
+                        match (j, u < 0.1) {
+                            (3, true) => [-1.0, -2.0][(next() * 2.0) as usize],
+                            (3, false) => (next() * 700.0).floor(),
+                            (_, true) => f64::NAN,
+                            (_, false) => u - 0.5,
                         }
                     })
                     .collect()

@@ -40,8 +40,7 @@ impl Sums {
             n: self.n + o.n,
         }
     }
-    /// `self - o`, entry by entry.
-    pub fn sub(self, o: Sums) -> Sums {
+    fn sub(self, o: Sums) -> Sums {
         Sums {
             g: self.g - o.g,
             h: self.h - o.h,

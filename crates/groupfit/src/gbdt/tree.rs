@@ -35,6 +35,17 @@ pub struct Tree {
     pub cat_left: Vec<Vec<u32>>,
 }
 
+/// A tree's category sets as bitsets over codes ([`Tree::cat_bits`]), for
+/// walking many rows: node `n`'s set is `words[start[n]..start[n] + len[n]]`,
+/// codes from `64 * first[n]` on (`len` 0: a numeric node).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CatBits {
+    words: Vec<u64>,
+    first: Vec<u32>,
+    start: Vec<u32>,
+    len: Vec<u32>,
+}
+
 /// Rows that walk a tree together in [`Tree::add_rows`]: one row's walk
 /// waits on each node's loads; several independent walks overlap.
 const LANES: usize = 8;
@@ -140,20 +151,30 @@ impl Tree {
 
     /// Adds the tree's output for the rows of `x` (row-major, `d` values
     /// a row, `out.len()` rows) to `out`: the values [`Tree::predict`]
-    /// gives, [`LANES`] rows walking the tree at a time (a tree with
-    /// categorical nodes: one row at a time).
-    pub fn add_rows(&self, x: &[f64], d: usize, out: &mut [f64]) {
+    /// gives, [`LANES`] rows walking the tree at a time. A tree with
+    /// categorical nodes walks them so with `bits` (its [`Tree::cat_bits`]),
+    /// else one row at a time.
+    pub fn add_rows(&self, x: &[f64], d: usize, out: &mut [f64], bits: Option<&CatBits>) {
         if self.split_feature.is_empty() {
             let v = self.leaf_value[0];
             out.iter_mut().for_each(|o| *o += v);
             return;
         }
-        if !self.cat_left.is_empty() {
-            for (r, o) in out.iter_mut().enumerate() {
-                *o += self.predict(&x[r * d..r * d + d]);
+        match bits {
+            _ if self.cat_left.is_empty() => self.walk_lanes(x, d, out, |n, v| self.child(n, v)),
+            Some(b) => self.walk_lanes(x, d, out, |n, v| self.child_bits(n, v, b)),
+            None => {
+                for (r, o) in out.iter_mut().enumerate() {
+                    *o += self.predict(&x[r * d..r * d + d]);
+                }
             }
-            return;
         }
+    }
+
+    /// [`Tree::add_rows`] with `child` choosing each step, [`LANES`] rows
+    /// at a time; the rows past the last full set of lanes one by one.
+    #[inline(always)]
+    fn walk_lanes(&self, x: &[f64], d: usize, out: &mut [f64], child: impl Fn(usize, f64) -> i32) {
         let mut chunks = out.chunks_exact_mut(LANES);
         let mut base = 0;
         for chunk in &mut chunks {
@@ -163,7 +184,7 @@ impl Tree {
             while node.iter().any(|&i| i >= 0) {
                 for (l, i) in node.iter_mut().enumerate() {
                     let n = (*i).max(0) as usize;
-                    let next = self.child(n, x[(base + l) * d + self.split_feature[n] as usize]);
+                    let next = child(n, x[(base + l) * d + self.split_feature[n] as usize]);
                     *i = [*i, next][(*i >= 0) as usize];
                 }
             }
@@ -176,6 +197,65 @@ impl Tree {
             let r = (base + k) * d;
             *o += self.predict(&x[r..r + d]);
         }
+    }
+
+    /// The category sets as bitsets over codes, for [`Tree::add_rows`];
+    /// `None` for a tree without categorical nodes, or whose bitsets would
+    /// be far larger than its code lists (codes spread far apart, as only a
+    /// crafted file has them: such a tree walks one row at a time).
+    pub fn cat_bits(&self) -> Option<CatBits> {
+        if self.cat_left.is_empty() {
+            return None;
+        }
+        // A node's words: from its lowest code's to its highest code's.
+        let span = |set: &[u32]| match (set.first(), set.last()) {
+            (Some(&lo), Some(&hi)) => (lo / 64, hi / 64 - lo / 64 + 1),
+            _ => (0, 0),
+        };
+        let codes: usize = self.cat_left.iter().map(Vec::len).sum();
+        let words: usize = self.cat_left.iter().map(|c| span(c).1 as usize).sum();
+        if words > 16 * codes + 1024 {
+            return None;
+        }
+        // Word 0 is a zero word that numeric nodes point at.
+        let n = self.cat_left.len();
+        let mut b = CatBits {
+            words: Vec::with_capacity(words + 1),
+            first: Vec::with_capacity(n),
+            start: Vec::with_capacity(n),
+            len: Vec::with_capacity(n),
+        };
+        b.words.push(0);
+        for set in &self.cat_left {
+            let (first, len) = span(set);
+            b.first.push(first);
+            b.start
+                .push(if len == 0 { 0 } else { b.words.len() as u32 });
+            b.len.push(len);
+            let at = b.words.len();
+            b.words.resize(at + len as usize, 0);
+            for &c in set {
+                b.words[at + (c / 64 - first) as usize] |= 1 << (c % 64);
+            }
+        }
+        Some(b)
+    }
+
+    /// [`Tree::child_any`] through `bits` ([`Tree::cat_bits`]), without a
+    /// branch on the value.
+    #[inline(always)]
+    fn child_bits(&self, n: usize, v: f64, bits: &CatBits) -> i32 {
+        let (start, len) = (bits.start[n] as usize, bits.len[n] as usize);
+        // NaN and negative values convert to 0; `v >= 0.0` rules them out.
+        // A code below the set's first word wraps to a large `w`.
+        let c = v as usize;
+        let w = (c / 64).wrapping_sub(bits.first[n] as usize);
+        let inside = (v >= 0.0) & (w < len);
+        let word = bits.words[start + if inside { w } else { 0 }];
+        let cat = inside & ((word >> (c % 64)) & 1 == 1);
+        let num = (v <= self.threshold[n]) | (v.is_nan() & self.default_left[n]);
+        let left = if len > 0 { cat } else { num };
+        [self.right[n], self.left[n]][left as usize]
     }
 
     /// The tree's output for one row.
@@ -411,15 +491,63 @@ mod tests {
         for v in [3.0, 70.0, 6.0, -1.0, -2.0, f64::NAN] {
             assert_eq!(tree.predict(&[0.0, v]), 2.0, "code {v}");
         }
-        let x = [0.0, 5.0, 1.0, 7.0, 0.0, -1.0, 0.0, -2.0];
-        let mut out = [0.0; 4];
-        tree.add_rows(&x, 2, &mut out);
-        assert_eq!(out, [1.0, 3.0, 2.0, 2.0]);
+        // Many rows at once, with and without the bitsets: the same.
+        let rows: Vec<[f64; 2]> = (0..21)
+            .map(|i| {
+                [
+                    (i % 3) as f64 * 0.5,
+                    [5.0, 7.0, 3.0, 70.0, 6.0, -1.0, -2.0][i % 7],
+                ]
+            })
+            .chain([[0.0, f64::NAN], [1.0, 7.0], [0.0, 700.0]])
+            .collect();
+        let x: Vec<f64> = rows.iter().flatten().copied().collect();
+        let want: Vec<f64> = rows.iter().map(|r| tree.predict(r)).collect();
+        let bits = tree.cat_bits();
+        for b in [bits.as_ref(), None] {
+            let mut out = vec![0.0; rows.len()];
+            tree.add_rows(&x, 2, &mut out, b);
+            assert_eq!(out, want);
+        }
+        // [0, 5] and [0.5, 7]: left, then f0 <= 0.5; [1, 3]: right; [1, 5]: left, f0 > 0.5.
+        assert_eq!(&want[..3], &[1.0, 1.0, 2.0]);
+        assert_eq!(want[14], 3.0);
         // A set past 64 bins, as in a feature of many levels.
         let mut w = BinTree::new();
         w.split_categorical(0, 0, &[300, 64, 1], 900);
         assert!(w.goes_left(0, 300) && w.goes_left(0, 64) && w.goes_left(0, 1));
         assert!(!w.goes_left(0, 0) && !w.goes_left(0, 299) && !w.goes_left(0, 900));
+        // Codes spread far apart (a crafted file): no bitsets, the same
+        // predictions one row at a time.
+        let mut far = tree.clone();
+        far.cat_left[0] = vec![5, 7, u32::MAX - 1];
+        assert!(far.cat_bits().is_none());
+        let mut out = vec![0.0; rows.len()];
+        far.add_rows(&x, 2, &mut out, None);
+        assert_eq!(out, want);
+        // Sets of high codes only start at their first word.
+        let mut high = tree.clone();
+        high.cat_left[0] = vec![1_000_005, 1_000_007];
+        let hb = high.cat_bits().unwrap();
+        assert_eq!(hb.len, vec![1, 0]);
+        let hx: Vec<f64> = [
+            1_000_005.0,
+            5.0,
+            1_000_006.0,
+            1_000_007.0,
+            -1.0,
+            64.0,
+            0.0,
+            1e9,
+        ]
+        .iter()
+        .flat_map(|&c| [0.0, c])
+        .collect();
+        let mut got = vec![0.0; 8];
+        high.add_rows(&hx, 2, &mut got, Some(&hb));
+        let want_high: Vec<f64> = hx.chunks(2).map(|r| high.predict(r)).collect();
+        assert_eq!(got, want_high);
+        assert_eq!(want_high[..4], [1.0, 2.0, 2.0, 1.0]);
         // Checks of a loaded tree.
         let mut bad = tree.clone();
         bad.cat_left[0] = vec![7, 5];
