@@ -5,6 +5,9 @@
 //! feature-major (all values of feature 0, then feature 1, ...), its row count
 //! padded with zeros to a multiple of [`LANES`] and its feature count to a
 //! multiple of 4, so kernels stream whole SIMD vectors with no transposition.
+//! Categorical features are not stored as dense one-hot rows: each block
+//! holds, per categorical feature and row, the column of the row's category
+//! (a *slot*), so a row's one-hot part costs one index per feature.
 
 use super::onehot::{lookup, OneHotPlan};
 use super::Column;
@@ -30,7 +33,17 @@ pub struct Block<'a> {
     pub y: &'a [f64],
     /// Position of the block in its group (0 for the first).
     pub index: usize,
+    /// The real feature rows of `x` (at most `dp`): every column before
+    /// the one-hot ones.
+    pub dense: usize,
+    /// `k x width` slots, categorical feature-major: the one-hot column
+    /// (`>= dense`) that is 1 in a row, or [`NO_SLOT`] (all zeros: an
+    /// unseen category, or a padding slot). Empty without categorical features.
+    pub slots: &'a [u32],
 }
+
+/// A slot of a row whose one-hot columns of a feature are all zero.
+pub const NO_SLOT: u32 = u32::MAX;
 
 /// Features of the training rows as `f32`, group-sorted and blocked (see the
 /// module docs), each group's columns standardised by that group's own mean
@@ -48,12 +61,20 @@ pub struct Block<'a> {
 /// Built with a [`OneHotPlan`] ([`GroupedMatrix::build_encoded`]), the
 /// columns are the plan's: the numeric features, standardised, then the
 /// categorical features one-hot, per each row's group's encoding (the global
-/// copy per the global one), as raw 0/1 (mean 0, scale 1).
+/// copy per the global one), as raw 0/1 (mean 0, scale 1). The numeric
+/// columns are the blocks' dense rows; the one-hot ones are their slots
+/// ([`Block::slots`]).
 #[derive(Debug, Clone)]
 pub struct GroupedMatrix {
     d: usize,
+    /// Dense feature rows (the numeric columns; `d` without a plan).
+    dense: usize,
     dp: usize,
     x: Vec<f32>,
+    /// Categorical features stored as slots (0 without a plan).
+    k: usize,
+    /// Per block, `k x width` slots (block `b`'s start at `k * block_off[b] / dp`).
+    slots: Vec<u32>,
     y: Vec<f64>,
     offsets: Vec<usize>,
     /// Per group, its first block (length `groups + 1`).
@@ -111,10 +132,10 @@ pub struct LayoutInput<'a> {
 /// elements (here its own feature rows of every block; in the MLP layout its
 /// own rows).
 #[derive(Clone, Copy)]
-pub(crate) struct SharedOut(pub(crate) *mut f32);
+pub(crate) struct SharedOut<T = f32>(pub(crate) *mut T);
 // SAFETY: see the type's docs: writes through it never overlap between threads.
-unsafe impl Send for SharedOut {}
-unsafe impl Sync for SharedOut {}
+unsafe impl<T> Send for SharedOut<T> {}
+unsafe impl<T> Sync for SharedOut<T> {}
 
 /// Statistics of one column: per (pseudo-)group mean and scale, and the
 /// imputation value.
@@ -189,10 +210,14 @@ impl GroupedMatrix {
             }
         };
         let sorted = SortedRows::new(&input);
-        let dp = d.div_ceil(FEATURE_PAD) * FEATURE_PAD;
+        let dense = numeric.len();
+        // At least one padded row, so a block's width is its size over `dp`.
+        let dp = dense.max(1).div_ceil(FEATURE_PAD) * FEATURE_PAD;
+        let k = plan.as_ref().map_or(0, |p| p.blocks.len());
         let blocks = BlockMap::new(&sorted.offsets, dp);
         stamp("sort and block map");
         let mut x = super::zeroed_f32_large(*blocks.block_off.last().unwrap());
+        let mut slots = vec![NO_SLOT; k * *blocks.block_off.last().unwrap() / dp];
         stamp("allocate");
         let shape = Shape {
             offsets: &sorted.offsets,
@@ -205,8 +230,8 @@ impl GroupedMatrix {
         let per_column = standardise_columns(&input, &numeric, given, &shape, out);
         stamp("columns");
         if let Some(p) = &plan {
-            onehot_columns(&input, p, &shape, out);
-            stamp("one-hot columns");
+            onehot_slots(&input, p, &shape, SharedOut(slots.as_mut_ptr()));
+            stamp("one-hot slots");
         }
         let (mean, scale, stats_impute) = group_major_stats(per_column, g_total, d);
         let mut impute = vec![0.0; d_in];
@@ -215,8 +240,11 @@ impl GroupedMatrix {
         }
         Ok(GroupedMatrix {
             d,
+            dense,
             dp,
             x,
+            k,
+            slots,
             y: sorted.y,
             offsets: sorted.offsets,
             first_block: blocks.first_block,
@@ -240,9 +268,14 @@ impl GroupedMatrix {
         self.onehot.as_ref()
     }
 
-    /// Feature rows stored per block (`d` rounded up to 4).
+    /// Feature rows stored per block (the dense columns rounded up to 4).
     pub fn dp(&self) -> usize {
         self.dp
+    }
+
+    /// Dense columns: all of them, or the numeric ones with a one-hot plan.
+    pub fn dense(&self) -> usize {
+        self.dense
     }
 
     /// The blocks covering `rows` of group `g`. `rows` must start at a block
@@ -272,6 +305,8 @@ impl GroupedMatrix {
                 dp: self.dp,
                 y: &self.y[r0..r1],
                 index: self.block_base[g] + i,
+                dense: self.dense,
+                slots: &self.slots[self.k * off / self.dp..self.k * end / self.dp],
             }
         })
     }
@@ -281,9 +316,23 @@ impl GroupedMatrix {
         let k = i - self.offsets[g];
         let b = self.first_block[g] + k / BLOCK;
         let width = (self.block_off[b + 1] - self.block_off[b]) / self.dp;
-        (0..self.d)
-            .map(|j| self.x[self.block_off[b] + j * width + k % BLOCK])
-            .collect()
+        let mut row: Vec<f32> = (0..self.d)
+            .map(|j| {
+                if j < self.dense {
+                    self.x[self.block_off[b] + j * width + k % BLOCK]
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let slots = self.k * self.block_off[b] / self.dp;
+        for f in 0..self.k {
+            let s = self.slots[slots + f * width + k % BLOCK];
+            if s != NO_SLOT {
+                row[s as usize] = 1.0;
+            }
+        }
+        row
     }
 
     /// Number of columns (the input features, or the one-hot plan's columns).
@@ -471,10 +520,14 @@ fn standardise_columns(
     }
 }
 
-/// Writes every categorical feature's one-hot block through `out` (the
-/// features spread over `input.threads` threads; the blocks' other feature
-/// rows are another thread's or already written).
-fn onehot_columns(input: &LayoutInput<'_>, plan: &OneHotPlan, shape: &Shape<'_>, out: SharedOut) {
+/// Writes every categorical feature's slots through `out` (the features
+/// spread over `input.threads` threads; each writes its own feature's slots).
+fn onehot_slots(
+    input: &LayoutInput<'_>,
+    plan: &OneHotPlan,
+    shape: &Shape<'_>,
+    out: SharedOut<u32>,
+) {
     let nb = plan.blocks.len();
     let threads = input.threads.clamp(1, nb.max(1));
     let work = |t: usize| {
@@ -496,26 +549,27 @@ fn onehot_columns(input: &LayoutInput<'_>, plan: &OneHotPlan, shape: &Shape<'_>,
     }
 }
 
-/// Writes 1.0 in block `b`'s column of each training row's category, per
-/// its group's encoding (and in the global copy, per the global encoding);
-/// an uncoded category leaves the row's columns zero.
+/// Writes, as the slot of categorical feature `b`, the column of each
+/// training row's category per its group's encoding (and in the global copy,
+/// per the global encoding); an uncoded category leaves [`NO_SLOT`].
 fn gather_onehot<T: Copy + Into<f64>>(
     v: &[T],
     input: &LayoutInput<'_>,
     shape: &Shape<'_>,
     plan: &OneHotPlan,
     b: usize,
-    out: SharedOut,
+    out: SharedOut<u32>,
 ) {
     let ng = input.n_groups;
-    let base = plan.blocks[b].base;
+    let base = plan.blocks[b].base as u32;
+    let k = plan.blocks.len();
     let mut table = Vec::new();
     let mut global = Vec::new();
     if input.with_global {
         plan.map(b, ng).fill(&mut global);
     }
-    // The global copy's current block: its offset and width.
-    let (mut global_off, mut global_width) = (0, 0);
+    // Where the global copy's current block keeps this feature's slots.
+    let mut global_off = 0;
     for g in 0..ng {
         let map = plan.map(b, g);
         map.fill(&mut table);
@@ -523,32 +577,28 @@ fn gather_onehot<T: Copy + Into<f64>>(
         for blk in b0..b1 {
             let p0 = shape.offsets[g] + (blk - b0) * BLOCK;
             let p1 = (p0 + BLOCK).min(shape.offsets[g + 1]);
-            let off = shape.block_off[blk];
-            let width = (shape.block_off[blk + 1] - off) / shape.dp;
+            let width = (shape.block_off[blk + 1] - shape.block_off[blk]) / shape.dp;
+            let off = k * shape.block_off[blk] / shape.dp + b * width;
             for (i, &r) in shape.src[p0..p1].iter().enumerate() {
                 let c: f64 = v[r as usize].into();
                 let s = lookup(&table, c);
-                if s != u32::MAX {
-                    // SAFETY: slot i of feature row `base + s` (< dp: the
-                    // block is as wide as the widest encoding) of block
-                    // `blk`, written by no other thread (threads own blocks).
-                    unsafe { *out.0.add(off + (base + s as usize) * width + i) = 1.0 };
+                if s != NO_SLOT {
+                    // SAFETY: slot i of feature `b` in block `blk` (inside
+                    // `slots`: `k * width` slots per block), written by no
+                    // other thread (threads own features).
+                    unsafe { *out.0.add(off + i) = base + s };
                 }
                 if input.with_global {
                     let p = p0 + i;
                     if p.is_multiple_of(BLOCK) {
                         let gb = shape.first_block[ng] + p / BLOCK;
-                        global_off = shape.block_off[gb];
-                        global_width = (shape.block_off[gb + 1] - global_off) / shape.dp;
+                        let width = (shape.block_off[gb + 1] - shape.block_off[gb]) / shape.dp;
+                        global_off = k * shape.block_off[gb] / shape.dp + b * width;
                     }
                     let s = lookup(&global, c);
-                    if s != u32::MAX {
+                    if s != NO_SLOT {
                         // SAFETY: as above, in the global copy's block.
-                        unsafe {
-                            *out.0
-                                .add(global_off + (base + s as usize) * global_width + p % BLOCK) =
-                                1.0
-                        };
+                        unsafe { *out.0.add(global_off + p % BLOCK) = base + s };
                     }
                 }
             }

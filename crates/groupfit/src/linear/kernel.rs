@@ -10,11 +10,17 @@
 //! plain `f64` dot product. For squared loss the Hessian does not depend on
 //! the weights: it is computed once per block and scaled by each unit's `C`.
 //!
+//! One-hot columns come as slots ([`Block::slots`]): a row adds the weight
+//! of its slot to its margin and its residual to that slot's gradient. Its
+//! Hessian terms with the dense columns are summed per slot
+//! ([`BlockScratch`]'s `xs`), and those with the intercept and other slots
+//! are single adds, so a categorical feature costs about one dense column.
+//!
 //! The element-wise loops are plain loops that LLVM vectorises;
 //! [`accumulate_blocks`] dispatches at run time to a copy compiled for AVX-512
 //! or AVX2+FMA when the CPU has them, and the Hessian tiles use intrinsics.
 
-use crate::data::layout::{Block, BLOCK, LANES};
+use crate::data::layout::{Block, BLOCK, LANES, NO_SLOT};
 use crate::data::Task;
 use crate::math::simd::{level, simd_copy, Level};
 use crate::math::{exp_neg, log1p_unit};
@@ -40,6 +46,23 @@ pub struct BlockScratch {
     same_as: Vec<usize>,
     /// The statistics of the units others copy, before this call added to them.
     before: Vec<f64>,
+    /// The one-hot columns' sums with the dense columns.
+    slot: SlotScratch,
+}
+
+/// What [`slot_hessian`] sums into between the blocks of one call.
+#[derive(Debug, Clone)]
+struct SlotScratch {
+    /// Per unit and one-hot column `dense + t`, the sums of `x * C h` of
+    /// the dense columns over the rows in that column (`dense` values at
+    /// `(unit * one-hot columns + t) * dense`); zero between calls.
+    xs: Vec<f64>,
+    /// The one-hot columns `xs` holds sums for (as `t`), each once.
+    touched: Vec<u32>,
+    /// Per one-hot column, whether it is in `touched`.
+    is_touched: Vec<bool>,
+    /// One row's dense values times its Hessian weight.
+    col: Vec<f64>,
 }
 
 impl BlockScratch {
@@ -57,6 +80,12 @@ impl BlockScratch {
             lanes: Vec::new(),
             same_as: Vec::new(),
             before: Vec::new(),
+            slot: SlotScratch {
+                xs: Vec::new(),
+                touched: Vec::new(),
+                is_touched: Vec::new(),
+                col: vec![0.0; dp],
+            },
         }
     }
 }
@@ -172,6 +201,8 @@ fn accumulate_impl<'a>(
             s.before.extend_from_slice(&out[u * len..(u + 1) * len]);
         }
     }
+    // The dense columns (the same in every block of a layout).
+    let mut dense = d;
     for blk in blocks {
         let m = blk.y.len();
         if m == 0 {
@@ -180,17 +211,32 @@ fn accumulate_impl<'a>(
         let dp = blk.dp;
         let wd = blk.width;
         let x = blk.x;
+        let dd = blk.dense;
+        dense = dd;
+        let k = blk.slots.len() / wd;
         assert!(
             x.len() >= dp * wd
                 && wd <= BLOCK
                 && wd % LANES == 0
-                && dp >= d
+                && dd <= d
+                && dp >= dd
                 && dp * dp <= s.hc.len()
+                && s.slot.col.len() >= dd
+                && blk.slots.len() == k * wd
         );
+        if k > 0 {
+            let need = units.len() * (d - dd) * dd;
+            if s.slot.xs.len() < need {
+                s.slot.xs.resize(need, 0.0);
+            }
+            if s.slot.is_touched.len() < d - dd {
+                s.slot.is_touched.resize(d - dd, false);
+            }
+        }
         let block_h = blk.index % stride == 0;
         if !binary && block_h && any_h {
             syrk_upper(x, wd, dp, &mut s.hc);
-            for j in 0..d {
+            for j in 0..dd {
                 let row = &x[j * wd..j * wd + wd];
                 let mut a = [0.0f64; 8];
                 for c in row.chunks_exact(8) {
@@ -208,7 +254,14 @@ fn accumulate_impl<'a>(
             let o = &mut out[u * len..(u + 1) * len];
             let c = unit.c;
             let with_h = block_h && unit.hessian;
-            margins(x, wd, d, unit.w, &mut s.z[..wd], avx512);
+            margins(x, wd, &unit.w[..dd], unit.w[d], &mut s.z[..wd], avx512);
+            for f in 0..k {
+                for (zv, &sl) in s.z[..wd].iter_mut().zip(&blk.slots[f * wd..(f + 1) * wd]) {
+                    if sl != NO_SLOT {
+                        *zv += unit.w[sl as usize];
+                    }
+                }
+            }
             let (loss, rsum, chsum) = if binary {
                 logistic_terms(
                     &s.z,
@@ -230,7 +283,7 @@ fn accumulate_impl<'a>(
             dots(
                 x,
                 wd,
-                d,
+                dd,
                 dp,
                 &s.r,
                 &s.ch,
@@ -240,6 +293,13 @@ fn accumulate_impl<'a>(
                 binary && with_h,
                 avx512,
             );
+            for f in 0..k {
+                for (&sl, &ri) in blk.slots[f * wd..f * wd + m].iter().zip(&s.r[..m]) {
+                    if sl != NO_SLOT {
+                        o[1 + sl as usize] += c * ri;
+                    }
+                }
+            }
             if !with_h {
                 continue;
             }
@@ -250,23 +310,62 @@ fn accumulate_impl<'a>(
                 syrk_upper(&s.bt, wd, dp, &mut s.hc);
                 // Row by row as slices: no bounds check per element, and
                 // the conversion and add vectorise.
-                for j in 0..d {
-                    let row = &mut h[j * p + j..j * p + d];
-                    for (a, &b) in row.iter_mut().zip(&s.hc[j * dp + j..j * dp + d]) {
+                for j in 0..dd {
+                    let row = &mut h[j * p + j..j * p + dd];
+                    for (a, &b) in row.iter_mut().zip(&s.hc[j * dp + j..j * dp + dd]) {
                         *a += b as f64;
                     }
                 }
             } else {
-                for j in 0..d {
-                    let row = &mut h[j * p + j..j * p + d];
-                    for (a, &b) in row.iter_mut().zip(&s.hc[j * dp + j..j * dp + d]) {
+                for j in 0..dd {
+                    let row = &mut h[j * p + j..j * p + dd];
+                    for (a, &b) in row.iter_mut().zip(&s.hc[j * dp + j..j * dp + dd]) {
                         *a += c * b as f64;
                     }
                     h[j * p + d] += c * s.colsum[j];
                 }
                 h[d * p + d] += c * m as f64;
             }
+            if k > 0 {
+                let hw = if binary { &s.ch[..m] } else { &[][..] };
+                let rows = SlotRows {
+                    x,
+                    wd,
+                    dd,
+                    slots: blk.slots,
+                    k,
+                    m,
+                };
+                let factor = if binary { 1.0 } else { c };
+                slot_hessian(rows, hw, factor, h, p, &mut s.slot, u);
+            }
         }
+    }
+    // The slots' sums with the dense columns, into the Hessians' upper
+    // triangle (column `dense + t`, rows `0..dense`); `xs` left zero.
+    let sc = &mut s.slot;
+    if !sc.touched.is_empty() {
+        let dd = dense;
+        let xs_len = (d - dd) * dd;
+        for (u, unit) in units.iter().enumerate() {
+            if s.same_as[u] != u {
+                continue;
+            }
+            let h = &mut out[u * len + 1 + p..(u + 1) * len - 1];
+            let factor = if binary { 1.0 } else { unit.c };
+            let xs = &mut sc.xs[u * xs_len..(u + 1) * xs_len];
+            for &t in &sc.touched {
+                let t = t as usize;
+                for (j, v) in xs[t * dd..(t + 1) * dd].iter_mut().enumerate() {
+                    h[j * p + dd + t] += factor * *v;
+                    *v = 0.0;
+                }
+            }
+        }
+        for &t in &sc.touched {
+            sc.is_touched[t as usize] = false;
+        }
+        sc.touched.clear();
     }
     for (u, unit) in units.iter().enumerate() {
         if s.same_as[u] != u {
@@ -274,10 +373,12 @@ fn accumulate_impl<'a>(
         }
         let o = &mut out[u * len..(u + 1) * len];
         let lanes = &s.lanes[u * lanes_per_unit..(u + 1) * lanes_per_unit];
-        for j in 0..d {
+        // `dots` laid the lanes out for the dense columns only.
+        let pl = dense + 1;
+        for j in 0..dense {
             o[1 + j] += unit.c * lanes[j * 8..j * 8 + 8].iter().sum::<f64>();
             if binary {
-                o[1 + p + j * p + d] += lanes[(p + j) * 8..(p + j) * 8 + 8].iter().sum::<f64>();
+                o[1 + p + j * p + d] += lanes[(pl + j) * 8..(pl + j) * 8 + 8].iter().sum::<f64>();
             }
         }
     }
@@ -308,17 +409,19 @@ fn is_copied(same_as: &[usize], u: usize) -> bool {
     same_as[u + 1..].contains(&u)
 }
 
-/// `z_i = w . x_i + b` in `f64` for the `wd` slots of a block.
+/// `z_i = w . x_i + b` in `f64` for the `wd` slots of a block, over the
+/// first `w.len()` feature rows of `x`.
 #[inline(always)]
-fn margins(x: &[f32], wd: usize, d: usize, w: &[f64], z: &mut [f64], avx512: bool) {
+fn margins(x: &[f32], wd: usize, w: &[f64], b: f64, z: &mut [f64], avx512: bool) {
+    let d = w.len();
     #[cfg(target_arch = "x86_64")]
     if avx512 {
         // SAFETY: only reached when the CPU has AVX-512F; `x` holds at least
         // d * wd values and `z` wd values (asserted by the caller).
-        return unsafe { margins_avx512(x.as_ptr(), wd, d, w, z.as_mut_ptr()) };
+        return unsafe { margins_avx512(x.as_ptr(), wd, w, b, z.as_mut_ptr()) };
     }
     let _ = avx512;
-    z.iter_mut().for_each(|v| *v = w[d]);
+    z.iter_mut().for_each(|v| *v = b);
     for j in 0..d {
         let wj = w[j];
         for (zv, &xv) in z.iter_mut().zip(&x[j * wd..j * wd + wd]) {
@@ -329,14 +432,14 @@ fn margins(x: &[f32], wd: usize, d: usize, w: &[f64], z: &mut [f64], avx512: boo
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn margins_avx512(x: *const f32, wd: usize, d: usize, w: &[f64], z: *mut f64) {
+unsafe fn margins_avx512(x: *const f32, wd: usize, w: &[f64], b: f64, z: *mut f64) {
     use std::arch::x86_64::*;
-    let b = _mm512_set1_pd(w[d]);
+    let b = _mm512_set1_pd(b);
     let mut i = 0;
     // 64 rows at a time: eight independent FMA chains hide the FMA latency.
     while i + 64 <= wd {
         let mut acc = [b; 8];
-        for (j, &wj) in w[..d].iter().enumerate() {
+        for (j, &wj) in w.iter().enumerate() {
             let wv = _mm512_set1_pd(wj);
             let xr = x.add(j * wd + i);
             for (q, a) in acc.iter_mut().enumerate() {
@@ -351,7 +454,7 @@ unsafe fn margins_avx512(x: *const f32, wd: usize, d: usize, w: &[f64], z: *mut 
     while i < wd {
         let mut lo = b;
         let mut hi = b;
-        for (j, &wj) in w[..d].iter().enumerate() {
+        for (j, &wj) in w.iter().enumerate() {
             let wv = _mm512_set1_pd(wj);
             let xr = x.add(j * wd + i);
             lo = _mm512_fmadd_pd(wv, _mm512_cvtps_pd(_mm256_loadu_ps(xr)), lo);
@@ -360,6 +463,76 @@ unsafe fn margins_avx512(x: *const f32, wd: usize, d: usize, w: &[f64], z: *mut 
         _mm512_storeu_pd(z.add(i), lo);
         _mm512_storeu_pd(z.add(i + 8), hi);
         i += 16;
+    }
+}
+
+/// The rows of a block as [`slot_hessian`] reads them.
+struct SlotRows<'a> {
+    /// The block's dense feature rows (`wd` values each).
+    x: &'a [f32],
+    wd: usize,
+    /// Dense feature rows in use.
+    dd: usize,
+    /// `k x wd` slots (see [`Block::slots`]).
+    slots: &'a [u32],
+    k: usize,
+    /// Rows (the rest of the `wd` slots are padding).
+    m: usize,
+}
+
+/// The one-hot columns' Hessian terms of unit `u` over one block, each row
+/// weighted by `factor * hw[i]` (`hw` empty: 1): with the intercept and the
+/// other slots into `h` (`p x p`, upper triangle), with the dense columns
+/// into the unit's part of `sc.xs`, marking the columns touched; the caller
+/// adds `xs` to `h` and clears it.
+fn slot_hessian(
+    b: SlotRows<'_>,
+    hw: &[f64],
+    factor: f64,
+    h: &mut [f64],
+    p: usize,
+    sc: &mut SlotScratch,
+    u: usize,
+) {
+    let d = p - 1;
+    let dd = b.dd;
+    let xs_len = (d - dd) * dd;
+    let xs = &mut sc.xs[u * xs_len..(u + 1) * xs_len];
+    let col = &mut sc.col[..dd];
+    for i in 0..b.m {
+        let wi = if hw.is_empty() { 1.0 } else { hw[i] };
+        let mut gathered = false;
+        for f in 0..b.k {
+            let a = b.slots[f * b.wd + i];
+            if a == NO_SLOT {
+                continue;
+            }
+            let a = a as usize;
+            h[a * p + d] += factor * wi;
+            for f2 in f..b.k {
+                let c = b.slots[f2 * b.wd + i];
+                if c != NO_SLOT {
+                    h[a * p + c as usize] += factor * wi;
+                }
+            }
+            if dd == 0 {
+                continue;
+            }
+            if !gathered {
+                for (j, v) in col.iter_mut().enumerate() {
+                    *v = wi * b.x[j * b.wd + i] as f64;
+                }
+                gathered = true;
+            }
+            let t = a - dd;
+            if !sc.is_touched[t] {
+                sc.is_touched[t] = true;
+                sc.touched.push(t as u32);
+            }
+            for (acc, &v) in xs[t * dd..(t + 1) * dd].iter_mut().zip(col.iter()) {
+                *acc += v;
+            }
+        }
     }
 }
 
@@ -752,6 +925,7 @@ mod tests {
         x: Vec<f32>,
         y: Vec<f64>,
         b: Vec<f32>,
+        d: usize,
         dp: usize,
         wd: usize,
     }
@@ -763,7 +937,7 @@ mod tests {
                 .collect();
             let y = (0..m).map(|i| ((i * 13) % 5 < 2) as u8 as f64).collect();
             let (b, dp, wd) = block_of(&x, d, m);
-            Sample { x, y, b, dp, wd }
+            Sample { x, y, b, d, dp, wd }
         }
 
         fn block(&self) -> Block<'_> {
@@ -773,6 +947,8 @@ mod tests {
                 dp: self.dp,
                 y: &self.y,
                 index: 0,
+                dense: self.d,
+                slots: &[],
             }
         }
     }
@@ -856,6 +1032,121 @@ mod tests {
                         h[j * p + k]
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn slots_equal_their_one_hot_columns_stored_dense() {
+        // 3 numeric columns, then two categorical features of 3 and 2
+        // columns (3..6 and 6..8); some rows have no slot in a feature.
+        let (dd, d, m) = (3, 8, 70);
+        let num = Sample::new(dd, m);
+        let slot_of = |f: usize, i: usize| -> u32 {
+            match (f, (i * 5 + f * 3) % 7) {
+                (_, 6) => NO_SLOT,
+                (0, r) => 3 + (r % 3) as u32,
+                (_, r) => 6 + (r % 2) as u32,
+            }
+        };
+        let wd = num.wd;
+        let mut slots = vec![NO_SLOT; 2 * wd];
+        let mut dense_x = vec![0.0f32; m * d];
+        for i in 0..m {
+            dense_x[i * d..i * d + dd].copy_from_slice(&num.x[i * dd..(i + 1) * dd]);
+            for f in 0..2 {
+                let s = slot_of(f, i);
+                slots[f * wd + i] = s;
+                if s != NO_SLOT {
+                    dense_x[i * d + s as usize] = 1.0;
+                }
+            }
+        }
+        let (dense_b, dense_dp, _) = block_of(&dense_x, d, m);
+        let dense_blk = Block {
+            x: &dense_b,
+            width: wd,
+            dp: dense_dp,
+            y: &num.y,
+            index: 0,
+            dense: d,
+            slots: &[],
+        };
+        let slot_blk = Block {
+            slots: &slots,
+            ..num.block()
+        };
+        let w0 = [0.4, -0.3, 0.2, 0.5, -0.1, 0.3, 0.2, -0.4, 0.1];
+        let w1 = [0.1, 0.2, -0.3, -0.2, 0.6, 0.0, -0.3, 0.2, -0.1];
+        let units = [
+            UnitRef {
+                w: &w0,
+                c: 0.7,
+                hessian: true,
+            },
+            UnitRef {
+                w: &w1,
+                c: 2.0,
+                hessian: true,
+            },
+            UnitRef {
+                w: &w0,
+                c: 0.2,
+                hessian: true,
+            },
+        ];
+        let len = 1 + (d + 1) * (d + 2) + 1;
+        let p = d + 1;
+        for task in [Task::Binary, Task::Regression] {
+            let mut want = vec![0.0; units.len() * len];
+            let mut s = BlockScratch::new(dense_dp);
+            accumulate_blocks(
+                task,
+                1,
+                &mut [dense_blk, dense_blk].into_iter(),
+                &units,
+                &mut want,
+                &mut s,
+            );
+            let mut got = vec![0.0; units.len() * len];
+            let mut s = BlockScratch::new(num.dp);
+            accumulate_blocks(
+                task,
+                1,
+                &mut [slot_blk, slot_blk].into_iter(),
+                &units,
+                &mut got,
+                &mut s,
+            );
+            for u in 0..units.len() {
+                for i in 0..len {
+                    // Only the Hessian's upper triangle is written.
+                    let hess = i > p && i < len - 1;
+                    if hess && (i - 1 - p) / p > (i - 1 - p) % p {
+                        continue;
+                    }
+                    let (a, b) = (want[u * len + i], got[u * len + i]);
+                    assert!(
+                        (a - b).abs() < 1e-5 * (1.0 + a.abs()),
+                        "{task:?} unit {u} entry {i}: {a} vs {b}"
+                    );
+                }
+            }
+            // The scratch is left clean: a second call adds the same again.
+            let mut again = got.clone();
+            accumulate_blocks(
+                task,
+                1,
+                &mut [slot_blk, slot_blk].into_iter(),
+                &units,
+                &mut again,
+                &mut s,
+            );
+            for i in 0..got.len() {
+                assert!(
+                    (again[i] - 2.0 * got[i]).abs() < 1e-9 * (1.0 + got[i].abs()),
+                    "{task:?} {i}"
+                );
             }
         }
     }
