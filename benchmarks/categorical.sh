@@ -10,7 +10,9 @@
 #           sklearn-joblib-onehot (OneHotEncoder + LogisticRegression per group);
 #   gbdt:   `groupfit train --model gbdt` with the shared gbdt grid (native
 #           categorical splits) against lightgbm-joblib-cat (categorical_feature).
-# Both baselines are benchmarks/categorical_baselines.py. Prints two ratio tables.
+# Both baselines are benchmarks/categorical_baselines.py. Prints a ratio table
+# per family, and with NO_GLOBAL=1 (the default) a second one for one more
+# groupfit run with --no-global (4,000 models, like for like).
 #
 # Targets: linear >= 20x, gbdt >= 3x; validation scores within the parity
 # bounds. Figures, with their date, commit and command: docs/benchmarks.md.
@@ -27,6 +29,7 @@ ROWS=${ROWS:-1000000}
 N_GROUPS=${N_GROUPS:-1000}
 REPEATS=${REPEATS:-2}
 FAMILIES=${FAMILIES:-"linear gbdt"}
+NO_GLOBAL=${NO_GLOBAL:-1}
 SRC=$OUT/zipf-${ROWS}-${N_GROUPS}
 DATA=$OUT/cat-${ROWS}-${N_GROUPS}
 STAMP=$(date +%Y%m%d-%H%M%S)
@@ -57,9 +60,19 @@ for family in $FAMILIES; do
             "${GRID[@]}" --out "$OUT/categorical-$family.gfm" --json \
             | tag groupfit >> "$RESULTS"
     done
+    # Like for like with the baselines (no global model): one more run.
+    if [ "$NO_GLOBAL" = 1 ]; then
+        "$BIN" train --data "$DATA/train.parquet" --valid "$DATA/valid.parquet" --by group --target label \
+            "${GRID[@]}" --no-global --out "$OUT/categorical-$family-no-global.gfm" --json \
+            | tag groupfit-no-global >> "$RESULTS"
+    fi
     echo "running $BASE ..." >&2
     "$PY" "$ROOT/benchmarks/categorical_baselines.py" --data "$DATA" --system "$BASE" >> "$RESULTS"
     echo "== $family"
     "$PY" "$ROOT/benchmarks/report.py" "$RESULTS" --reference "$REF"
+    if [ "$NO_GLOBAL" = 1 ]; then
+        echo
+        "$PY" "$ROOT/benchmarks/report.py" "$RESULTS" --reference "$REF" --system groupfit-no-global
+    fi
     echo
 done

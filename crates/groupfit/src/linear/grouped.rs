@@ -12,6 +12,10 @@ use crate::data::Task;
 use crate::exec::{explain, run_passes, Explain, PartialStep, PassProgress, RunReport};
 use crate::plan::Strategy;
 
+/// One-hot columns of a feature below which the Newton solve keeps them in
+/// the factorisation (eliminating a few saves less than it costs).
+const MIN_ELIMINATED: usize = 8;
+
 /// The linear family over one layout and one grid.
 pub struct LinearPass<'a> {
     matrix: &'a GroupedMatrix,
@@ -63,7 +67,18 @@ impl PartialStep for LinearPass<'_> {
     }
 
     fn scratch(&self) -> Scratch {
-        Scratch::new(self.matrix.d(), self.matrix.dp())
+        let (d, dp) = (self.matrix.d(), self.matrix.dp());
+        // The widest categorical feature's one-hot columns, when eliminating
+        // them first is worth it.
+        let widest = self
+            .matrix
+            .onehot()
+            .and_then(|plan| plan.blocks.iter().max_by_key(|b| b.width))
+            .filter(|b| b.width >= MIN_ELIMINATED);
+        match widest {
+            Some(b) => Scratch::with_diagonal(d, dp, b.base..b.base + b.width),
+            None => Scratch::new(d, dp),
+        }
     }
 
     fn is_active(&self, unit: &UnitState) -> bool {

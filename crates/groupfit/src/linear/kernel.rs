@@ -48,21 +48,23 @@ pub struct BlockScratch {
     before: Vec<f64>,
     /// The one-hot columns' sums with the dense columns.
     slot: SlotScratch,
+    /// The block's dense rows transposed (`dense` values per row), for
+    /// the one-hot columns' Hessian terms.
+    xt: Vec<f32>,
 }
 
 /// What [`slot_hessian`] sums into between the blocks of one call.
 #[derive(Debug, Clone)]
 struct SlotScratch {
     /// Per unit and one-hot column `dense + t`, the sums of `x * C h` of
-    /// the dense columns over the rows in that column (`dense` values at
-    /// `(unit * one-hot columns + t) * dense`); zero between calls.
+    /// the dense columns over the rows in that column, then the sum of `C h`
+    /// (its diagonal and intercept entry): `dense + 1` values at
+    /// `(unit * one-hot columns + t) * (dense + 1)`; zero between calls.
     xs: Vec<f64>,
     /// The one-hot columns `xs` holds sums for (as `t`), each once.
     touched: Vec<u32>,
     /// Per one-hot column, whether it is in `touched`.
     is_touched: Vec<bool>,
-    /// One row's dense values times its Hessian weight.
-    col: Vec<f64>,
 }
 
 impl BlockScratch {
@@ -84,8 +86,8 @@ impl BlockScratch {
                 xs: Vec::new(),
                 touched: Vec::new(),
                 is_touched: Vec::new(),
-                col: vec![0.0; dp],
             },
+            xt: vec![0.0; dp * BLOCK],
         }
     }
 }
@@ -221,11 +223,11 @@ fn accumulate_impl<'a>(
                 && dd <= d
                 && dp >= dd
                 && dp * dp <= s.hc.len()
-                && s.slot.col.len() >= dd
+                && s.xt.len() >= dd * wd
                 && blk.slots.len() == k * wd
         );
         if k > 0 {
-            let need = units.len() * (d - dd) * dd;
+            let need = units.len() * (d - dd) * (dd + 1);
             if s.slot.xs.len() < need {
                 s.slot.xs.resize(need, 0.0);
             }
@@ -234,6 +236,13 @@ fn accumulate_impl<'a>(
             }
         }
         let block_h = blk.index % stride == 0;
+        if k > 0 && block_h && any_h {
+            for j in 0..dd {
+                for (i, &v) in x[j * wd..j * wd + m].iter().enumerate() {
+                    s.xt[i * dd + j] = v;
+                }
+            }
+        }
         if !binary && block_h && any_h {
             syrk_upper(x, wd, dp, &mut s.hc);
             for j in 0..dd {
@@ -329,7 +338,7 @@ fn accumulate_impl<'a>(
             if k > 0 {
                 let hw = if binary { &s.ch[..m] } else { &[][..] };
                 let rows = SlotRows {
-                    x,
+                    xt: &s.xt[..m * dd],
                     wd,
                     dd,
                     slots: blk.slots,
@@ -346,7 +355,8 @@ fn accumulate_impl<'a>(
     let sc = &mut s.slot;
     if !sc.touched.is_empty() {
         let dd = dense;
-        let xs_len = (d - dd) * dd;
+        let w = dd + 1;
+        let xs_len = (d - dd) * w;
         for (u, unit) in units.iter().enumerate() {
             if s.same_as[u] != u {
                 continue;
@@ -355,11 +365,16 @@ fn accumulate_impl<'a>(
             let factor = if binary { 1.0 } else { unit.c };
             let xs = &mut sc.xs[u * xs_len..(u + 1) * xs_len];
             for &t in &sc.touched {
-                let t = t as usize;
-                for (j, v) in xs[t * dd..(t + 1) * dd].iter_mut().enumerate() {
-                    h[j * p + dd + t] += factor * *v;
+                let (t, a) = (t as usize, dd + t as usize);
+                let acc = &mut xs[t * w..(t + 1) * w];
+                for (j, v) in acc[..dd].iter_mut().enumerate() {
+                    h[j * p + a] += factor * *v;
                     *v = 0.0;
                 }
+                // The column's diagonal and intercept entries: both sum its rows' `C h`.
+                h[a * p + a] += factor * acc[dd];
+                h[a * p + d] += factor * acc[dd];
+                acc[dd] = 0.0;
             }
         }
         for &t in &sc.touched {
@@ -468,8 +483,8 @@ unsafe fn margins_avx512(x: *const f32, wd: usize, w: &[f64], b: f64, z: *mut f6
 
 /// The rows of a block as [`slot_hessian`] reads them.
 struct SlotRows<'a> {
-    /// The block's dense feature rows (`wd` values each).
-    x: &'a [f32],
+    /// The rows' dense values, row-major (`dd` per row).
+    xt: &'a [f32],
     wd: usize,
     /// Dense feature rows in use.
     dd: usize,
@@ -481,10 +496,11 @@ struct SlotRows<'a> {
 }
 
 /// The one-hot columns' Hessian terms of unit `u` over one block, each row
-/// weighted by `factor * hw[i]` (`hw` empty: 1): with the intercept and the
-/// other slots into `h` (`p x p`, upper triangle), with the dense columns
-/// into the unit's part of `sc.xs`, marking the columns touched; the caller
-/// adds `xs` to `h` and clears it.
+/// weighted by `factor * hw[i]` (`hw` empty: 1): with the other features'
+/// slots into `h` (`p x p`, upper triangle); with the dense columns, the
+/// intercept and itself into the unit's part of `sc.xs` (unscaled by
+/// `factor`), marking the columns touched. The caller adds `xs` to `h` and
+/// clears it.
 fn slot_hessian(
     b: SlotRows<'_>,
     hw: &[f64],
@@ -496,42 +512,34 @@ fn slot_hessian(
 ) {
     let d = p - 1;
     let dd = b.dd;
-    let xs_len = (d - dd) * dd;
+    let w = dd + 1;
+    let xs_len = (d - dd) * w;
     let xs = &mut sc.xs[u * xs_len..(u + 1) * xs_len];
-    let col = &mut sc.col[..dd];
     for i in 0..b.m {
         let wi = if hw.is_empty() { 1.0 } else { hw[i] };
-        let mut gathered = false;
+        let row = &b.xt[i * dd..(i + 1) * dd];
         for f in 0..b.k {
             let a = b.slots[f * b.wd + i];
             if a == NO_SLOT {
                 continue;
             }
             let a = a as usize;
-            h[a * p + d] += factor * wi;
-            for f2 in f..b.k {
+            for f2 in f + 1..b.k {
                 let c = b.slots[f2 * b.wd + i];
                 if c != NO_SLOT {
                     h[a * p + c as usize] += factor * wi;
                 }
-            }
-            if dd == 0 {
-                continue;
-            }
-            if !gathered {
-                for (j, v) in col.iter_mut().enumerate() {
-                    *v = wi * b.x[j * b.wd + i] as f64;
-                }
-                gathered = true;
             }
             let t = a - dd;
             if !sc.is_touched[t] {
                 sc.is_touched[t] = true;
                 sc.touched.push(t as u32);
             }
-            for (acc, &v) in xs[t * dd..(t + 1) * dd].iter_mut().zip(col.iter()) {
-                *acc += v;
+            let acc = &mut xs[t * w..(t + 1) * w];
+            for (s, &v) in acc[..dd].iter_mut().zip(row) {
+                *s += wi * v as f64;
             }
+            acc[dd] += wi;
         }
     }
 }

@@ -2,6 +2,12 @@
 //! up to [`BATCH`] units solved together by Cholesky, one unit per vector
 //! lane, with a growing ridge in a lane whose `h` is not numerically positive
 //! definite; a portable copy and an AVX-512 factorisation and solve.
+//!
+//! A range of unknowns whose block of `h` is diagonal (the one-hot columns
+//! of one categorical feature: a row is in one of them) can be eliminated
+//! first ([`BatchScratch::with_diagonal`]): the factorisation then runs on
+//! the Schur complement of the other unknowns, and the eliminated ones follow
+//! from it. With 65 of 134 unknowns eliminated, that halves the work.
 
 use crate::math::simd::{level, simd_copy, Level};
 
@@ -29,6 +35,107 @@ pub(super) struct BatchScratch {
     y: Vec<Lanes>,
     /// The directions.
     x: Vec<Lanes>,
+    /// The elimination of a diagonal block, when there is one.
+    reduced: Option<Box<Reduced>>,
+}
+
+/// The unknowns `diag` eliminated: `h = [[D, B], [B^T, A]]` (reordered)
+/// with `D` diagonal gives `(A - B^T D^-1 B) z = -(g_A - B^T D^-1 g_D)` for
+/// the others, `z`, and `y = D^-1 (-g_D - B z)` for the eliminated ones.
+#[derive(Debug, Clone)]
+struct Reduced {
+    diag: std::ops::Range<usize>,
+    /// The other unknowns' system (`p - diag.len()` of them, in order).
+    rest: BatchScratch,
+    /// Per other unknown `i`, its entries `B[c][i]` (`diag.len()` each).
+    bt: Vec<Lanes>,
+    /// `bt` times `D^-1`.
+    bts: Vec<Lanes>,
+    /// `D^-1`.
+    dinv: Vec<Lanes>,
+}
+
+impl Reduced {
+    /// The other unknown `i`'s index in the whole system.
+    #[inline(always)]
+    fn whole(&self, i: usize) -> usize {
+        if i < self.diag.start {
+            i
+        } else {
+            i + self.diag.len()
+        }
+    }
+
+    /// Writes the Schur complement system of the loaded `b` into `rest`.
+    #[inline(always)]
+    fn reduce(&mut self, b: &BatchScratch) {
+        let p = b.p;
+        let (d0, nd) = (self.diag.start, self.diag.len());
+        let q = p - nd;
+        for c in 0..nd {
+            let dc = b.h[(d0 + c) * p + d0 + c];
+            self.dinv[c] = std::array::from_fn(|l| if dc[l] > 0.0 { 1.0 / dc[l] } else { 0.0 });
+        }
+        for i in 0..q {
+            let o = self.whole(i);
+            for c in 0..nd {
+                let e = if o < d0 {
+                    b.h[o * p + d0 + c]
+                } else {
+                    b.h[(d0 + c) * p + o]
+                };
+                self.bt[i * nd + c] = e;
+                self.bts[i * nd + c] = std::array::from_fn(|l| e[l] * self.dinv[c][l]);
+            }
+        }
+        for i in 0..q {
+            let oi = self.whole(i);
+            let si = &self.bts[i * nd..(i + 1) * nd];
+            let mut gi = b.g[oi];
+            for (c, s) in si.iter().enumerate() {
+                for l in 0..BATCH {
+                    gi[l] -= s[l] * b.g[d0 + c][l];
+                }
+            }
+            self.rest.g[i] = gi;
+            // Four columns at a time: each load of `si` serves four dot
+            // products (the loop is bound by loads).
+            let mut j = i;
+            while j < q {
+                let w = (q - j).min(4);
+                let col = |k: usize| {
+                    let jk = j + k.min(w - 1);
+                    &self.bt[jk * nd..(jk + 1) * nd]
+                };
+                let dots = dots_1x4(si, [col(0), col(1), col(2), col(3)]);
+                for (k, dot) in dots.iter().enumerate().take(w) {
+                    let a = b.h[oi * p + self.whole(j + k)];
+                    self.rest.h[i * q + j + k] = std::array::from_fn(|l| a[l] - dot[l]);
+                }
+                j += w;
+            }
+        }
+    }
+
+    /// Writes the whole direction into `b.x` from `rest`'s.
+    #[inline(always)]
+    fn expand(&self, b: &mut BatchScratch) {
+        let (d0, nd) = (self.diag.start, self.diag.len());
+        let q = b.p - nd;
+        for i in 0..q {
+            b.x[self.whole(i)] = self.rest.x[i];
+        }
+        for c in 0..nd {
+            let mut y: Lanes = std::array::from_fn(|l| -b.g[d0 + c][l]);
+            for i in 0..q {
+                let (e, z) = (self.bt[i * nd + c], self.rest.x[i]);
+                for l in 0..BATCH {
+                    y[l] -= e[l] * z[l];
+                }
+            }
+            b.x[d0 + c] = std::array::from_fn(|l| y[l] * self.dinv[c][l]);
+        }
+    }
 }
 
 impl BatchScratch {
@@ -43,7 +150,25 @@ impl BatchScratch {
             g: vec![[0.0; BATCH]; p],
             y: vec![[0.0; BATCH]; p],
             x: vec![[0.0; BATCH]; p],
+            reduced: None,
         }
+    }
+
+    /// Buffers that eliminate the unknowns `diag` first (see [`Reduced`]):
+    /// the caller vouches that their block of every `h` is diagonal, and
+    /// that its diagonal is positive (a penalised column).
+    pub(super) fn with_diagonal(p: usize, diag: std::ops::Range<usize>) -> Self {
+        assert!(diag.end < p && !diag.is_empty());
+        let (q, nd) = (p - diag.len(), diag.len());
+        let mut b = BatchScratch::new(p);
+        b.reduced = Some(Box::new(Reduced {
+            diag,
+            rest: BatchScratch::new(q),
+            bt: vec![[0.0; BATCH]; q * nd],
+            bts: vec![[0.0; BATCH]; q * nd],
+            dinv: vec![[0.0; BATCH]; nd],
+        }));
+        b
     }
 
     /// Copies each lane's gradient and Hessian (upper triangle) from the
@@ -102,6 +227,20 @@ simd_copy!(
 #[inline(always)]
 fn newton_batch_impl<const WIDE: bool>(used: usize, src: &[&[f64]; BATCH], b: &mut BatchScratch) {
     b.load(src);
+    match b.reduced.take() {
+        None => solve_loaded::<WIDE>(used, b),
+        Some(mut r) => {
+            r.reduce(b);
+            solve_loaded::<WIDE>(used, &mut r.rest);
+            r.expand(b);
+            b.reduced = Some(r);
+        }
+    }
+}
+
+/// The solve of [`newton_batch`] on the systems loaded in `b`.
+#[inline(always)]
+fn solve_loaded<const WIDE: bool>(used: usize, b: &mut BatchScratch) {
     let p = b.p;
     let mut max_diag = [0.0f64; BATCH];
     for j in 0..p {
@@ -434,6 +573,22 @@ fn solve_batch(p: usize, u: &[Lanes], g: &[Lanes], x: &mut [Lanes]) {
     }
 }
 
+/// The dot products of `a` with each of `b` in every lane, each summed in
+/// order.
+#[inline(always)]
+fn dots_1x4(a: &[Lanes], b: [&[Lanes]; 4]) -> [Lanes; 4] {
+    let mut acc = [[0.0f64; BATCH]; 4];
+    for (c, x) in a.iter().enumerate() {
+        for (k, bk) in b.iter().enumerate() {
+            let y = &bk[c];
+            for l in 0..BATCH {
+                acc[k][l] += x[l] * y[l];
+            }
+        }
+    }
+    acc
+}
+
 /// Dot product in every lane, with four partial sums over chunks of four
 /// and the remainder summed in order.
 #[inline(always)]
@@ -494,6 +649,51 @@ mod tests {
                 x
             })
             .collect()
+    }
+
+    #[test]
+    fn eliminating_a_diagonal_block_gives_the_whole_solve() {
+        // Systems of 3 + 6 + 2 unknowns whose middle block (3..9) is
+        // diagonal: the elimination's directions equal the plain solve's.
+        let p = 11;
+        let diag = 3..9;
+        let stats: Vec<Vec<f64>> = (0..3)
+            .map(|seed| {
+                let mut st = spd_stats(p, seed);
+                for j in diag.clone() {
+                    for k in diag.clone() {
+                        if j != k {
+                            st[1 + p + j * p + k] = 0.0;
+                        }
+                    }
+                    // Keeps H positive definite without the couplings.
+                    st[1 + p + j * p + j] += 40.0;
+                }
+                st
+            })
+            .collect();
+        let want = solve(p, &stats);
+        let mut b = BatchScratch::with_diagonal(p, diag);
+        let src: [&[f64]; BATCH] = std::array::from_fn(|l| &stats[l.min(2)][..]);
+        newton_batch(3, &src, &mut b);
+        for (lane, w) in want.iter().enumerate() {
+            let mut x = vec![0.0; p];
+            b.store(lane, &mut x);
+            for (a, e) in x.iter().zip(w) {
+                assert!(
+                    (a - e).abs() < 1e-10 * (1.0 + e.abs()),
+                    "lane {lane}: {a} vs {e}"
+                );
+            }
+            // And it solves H x = -g (upper triangle given).
+            let st = &stats[lane];
+            for j in 0..p {
+                let hx: f64 = (0..p)
+                    .map(|k| st[1 + p + j.min(k) * p + j.max(k)] * x[k])
+                    .sum();
+                assert!((hx + st[1 + j]).abs() < 1e-9, "lane {lane} row {j}");
+            }
+        }
     }
 
     #[test]

@@ -64,6 +64,17 @@ impl Scratch {
             batch: BatchScratch::new(p),
         }
     }
+
+    /// [`Scratch::new`] for a layout whose columns `diag` are the one-hot
+    /// columns of one categorical feature: their block of every Hessian is
+    /// diagonal (a row is in one of them), so the Newton solve eliminates
+    /// them first (see [`super::newton`]).
+    pub fn with_diagonal(d: usize, dp: usize, diag: std::ops::Range<usize>) -> Self {
+        Scratch {
+            block: BlockScratch::new(dp),
+            batch: BatchScratch::with_diagonal(d + 1, diag),
+        }
+    }
 }
 
 /// Where one unit is in its Newton iteration.
