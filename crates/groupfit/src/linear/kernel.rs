@@ -927,6 +927,10 @@ mod tests {
         (b, dp, wd)
     }
 
+    fn unit(w: &[f64], c: f64, hessian: bool) -> UnitRef<'_> {
+        UnitRef { w, c, hessian }
+    }
+
     /// Deterministic rows (`m` x `d`, row-major), 0/1 targets, and the block
     /// holding them.
     struct Sample {
@@ -1087,21 +1091,9 @@ mod tests {
         let w0 = [0.4, -0.3, 0.2, 0.5, -0.1, 0.3, 0.2, -0.4, 0.1];
         let w1 = [0.1, 0.2, -0.3, -0.2, 0.6, 0.0, -0.3, 0.2, -0.1];
         let units = [
-            UnitRef {
-                w: &w0,
-                c: 0.7,
-                hessian: true,
-            },
-            UnitRef {
-                w: &w1,
-                c: 2.0,
-                hessian: true,
-            },
-            UnitRef {
-                w: &w0,
-                c: 0.2,
-                hessian: true,
-            },
+            unit(&w0, 0.7, true),
+            unit(&w1, 2.0, true),
+            unit(&w0, 0.2, true),
         ];
         let len = 1 + (d + 1) * (d + 2) + 1;
         let p = d + 1;
@@ -1168,31 +1160,11 @@ mod tests {
         // Units 0, 2, 3 and 4 share weights, unit 1 differs, unit 4 wants no
         // Hessian; `out` starts non-zero.
         let units = [
-            UnitRef {
-                w: &w0,
-                c: 0.5,
-                hessian: true,
-            },
-            UnitRef {
-                w: &w1,
-                c: 2.0,
-                hessian: true,
-            },
-            UnitRef {
-                w: &w0,
-                c: 4.0,
-                hessian: true,
-            },
-            UnitRef {
-                w: &w0,
-                c: 0.25,
-                hessian: true,
-            },
-            UnitRef {
-                w: &w0,
-                c: 1.5,
-                hessian: false,
-            },
+            unit(&w0, 0.5, true),
+            unit(&w1, 2.0, true),
+            unit(&w0, 4.0, true),
+            unit(&w0, 0.25, true),
+            unit(&w0, 1.5, false),
         ];
         let len = 1 + (d + 1) * (d + 2) + 1;
         for task in [Task::Binary, Task::Regression] {
