@@ -1,6 +1,8 @@
 //! Grids of hyper-parameters: `--param NAME=V1,V2 ...`, the grid being the
 //! product of the lists, and the validation metric that chooses among them.
 
+pub mod shrinkage;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
