@@ -14,6 +14,7 @@
 
 pub mod categorical;
 pub mod csv;
+pub mod hierarchy;
 pub mod keys;
 pub mod layout;
 pub mod onehot;
