@@ -36,14 +36,14 @@ pub struct Tree {
 }
 
 /// A tree's category sets as bitsets over codes ([`Tree::cat_bits`]), for
-/// walking many rows: node `n`'s set is `words[start[n]..start[n] + len[n]]`,
-/// codes from `64 * first[n]` on (`len` 0: a numeric node).
+/// walking many rows: node `n`'s set is `words[start..start + len]`,
+/// codes from `64 * first` on (`len` 0: a numeric node), with `[start,
+/// first, len]` its entry of `nodes`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CatBits {
     words: Vec<u64>,
-    first: Vec<u32>,
-    start: Vec<u32>,
-    len: Vec<u32>,
+    /// Per node, `[start, first, len]` (one load a step).
+    nodes: Vec<[u32; 3]>,
 }
 
 /// Rows that walk a tree together in [`Tree::add_rows`]: one row's walk
@@ -221,17 +221,13 @@ impl Tree {
         let n = self.cat_left.len();
         let mut b = CatBits {
             words: Vec::with_capacity(words + 1),
-            first: Vec::with_capacity(n),
-            start: Vec::with_capacity(n),
-            len: Vec::with_capacity(n),
+            nodes: Vec::with_capacity(n),
         };
         b.words.push(0);
         for set in &self.cat_left {
             let (first, len) = span(set);
-            b.first.push(first);
-            b.start
-                .push(if len == 0 { 0 } else { b.words.len() as u32 });
-            b.len.push(len);
+            let start = if len == 0 { 0 } else { b.words.len() as u32 };
+            b.nodes.push([start, first, len]);
             let at = b.words.len();
             b.words.resize(at + len as usize, 0);
             for &c in set {
@@ -245,11 +241,11 @@ impl Tree {
     /// branch on the value.
     #[inline(always)]
     fn child_bits(&self, n: usize, v: f64, bits: &CatBits) -> i32 {
-        let (start, len) = (bits.start[n] as usize, bits.len[n] as usize);
+        let [start, first, len] = bits.nodes[n].map(|v| v as usize);
         // NaN and negative values convert to 0; `v >= 0.0` rules them out.
         // A code below the set's first word wraps to a large `w`.
         let c = v as usize;
-        let w = (c / 64).wrapping_sub(bits.first[n] as usize);
+        let w = (c / 64).wrapping_sub(first);
         let inside = (v >= 0.0) & (w < len);
         let word = bits.words[start + if inside { w } else { 0 }];
         let cat = inside & ((word >> (c % 64)) & 1 == 1);
@@ -529,7 +525,8 @@ mod tests {
         let mut high = tree.clone();
         high.cat_left[0] = vec![1_000_005, 1_000_007];
         let hb = high.cat_bits().unwrap();
-        assert_eq!(hb.len, vec![1, 0]);
+        // Node 0: one word from word 1_000_005 / 64; node 1 numeric.
+        assert_eq!(hb.nodes, vec![[1, 1_000_005 / 64, 1], [0, 0, 0]]);
         let hx: Vec<f64> = [
             1_000_005.0,
             5.0,
