@@ -122,6 +122,7 @@ def fit(
     strategy: str = "auto",
     runner: Any = None,
     global_model: bool = True,
+    hierarchy: bool = False,
 ) -> GroupedModel:
     """Trains one model per group (and per config of the grid ``params``) and
     returns a :class:`GroupedModel`.
@@ -134,6 +135,9 @@ def fit(
     ``global_model=False`` is the CLI's ``--no-global``: no global model, so
     groups that would fall back have none, and predicting rows of such groups
     (or of unseen groups) raises :class:`groupfit.exceptions.NoModelError`.
+    ``hierarchy=True`` (two or more ``by`` columns) is the CLI's
+    ``--hierarchy``: a model set at every prefix level of ``by`` too, and a
+    group without a model of its own uses its nearest level's.
     Text, pandas ``category`` and Arrow dictionary columns are categorical
     features; ``categorical`` also makes integer columns categorical (see
     ``docs/families.md``).
@@ -162,6 +166,7 @@ def fit(
         seed=_count("seed", seed),
         strategy=strategy,
         global_model=bool(global_model),
+        hierarchy=bool(hierarchy),
     )
     r = resolve_runner(runner)
     bundle = r.fit(job)

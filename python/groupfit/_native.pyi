@@ -39,6 +39,8 @@ def train(
     threads: int = 0,
     seed: int = 0,
     strategy: str = "auto",
+    global_model: bool = True,
+    hierarchy: bool = False,
     remote: Optional[Callable[[list[tuple[str, pa.RecordBatch]]], dict]] = None,
     remote_workers: int = 2,
 ) -> Bundle: ...

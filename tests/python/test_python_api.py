@@ -387,3 +387,24 @@ def test_mlp_standardises_features_whose_squares_overflow():
     huge = gf.fit(big, **kw).predict(big)
     assert np.isfinite(huge).all()
     np.testing.assert_allclose(huge, small, rtol=1e-4, atol=1e-5)
+
+
+def test_hierarchy_routes_small_and_new_stores_to_their_region():
+    rng = np.random.default_rng(3)
+    rows = []
+    # Region r0: stores s0 (200 rows), s1 (4 rows: falls back); r1: s2 (150).
+    for region, store, n, slope in [("r0", "s0", 200, 1.0), ("r0", "s1", 4, 1.5), ("r1", "s2", 150, -2.0)]:
+        x = rng.normal(size=n)
+        rows += [(region, store, float(v), slope * float(v) + 0.1 * rng.normal()) for v in x]
+    t = pa.table({k: [r[i] for r in rows] for i, k in enumerate(["region", "store", "x", "y"])})
+    m = gf.fit(t, by=["region", "store"], target="y", valid=0.0, min_rows=10, hierarchy=True)
+    assert m.summary["levels"] == [{"key": "region", "groups": 2, "own_models": 2}]
+    region_only = gf.fit(t, by="region", target="y", valid=0.0, min_rows=10, features=["x"])
+    probe = pa.table({"region": ["r0", "r0", "r0", "r9"], "store": ["s0", "s1", "new", "new"],
+                      "x": [0.5, 0.5, 0.5, 0.5]})
+    p = m.predict_table(probe)
+    assert p.column("route").to_pylist() == ["own", "level:region", "level:region", "unseen"]
+    want = region_only.predict(pa.table({"region": ["r0"], "x": [0.5]}))[0]
+    np.testing.assert_allclose(p.column("prediction").to_numpy()[1:3], [want, want], rtol=1e-6)
+    with pytest.raises(gfe.ArgumentError, match="two or more key columns"):
+        gf.fit(t, by="region", target="y", hierarchy=True)

@@ -100,6 +100,11 @@ struct JobArgs {
     /// of groups unseen in training, is an error.
     #[arg(long)]
     no_global: bool,
+    /// With two or more --by columns: also train a model set at every prefix
+    /// level (a, then a/b, ...) in the same passes. A group without a model
+    /// of its own, or unseen in training, uses its nearest ancestor's.
+    #[arg(long)]
+    hierarchy: bool,
 }
 
 #[derive(Args)]
@@ -210,6 +215,7 @@ impl JobArgs {
             seed: a.seed,
             strategy: Strategy::parse(&a.strategy)?,
             global_model: !a.no_global,
+            hierarchy: a.hierarchy,
             ..TrainSpec::new(a.data, a.by, a.target)
         })
     }
@@ -262,8 +268,13 @@ fn predict(a: PredictArgs) -> Result<()> {
     if a.json {
         emit(&serde_json::to_string(&r)?);
     } else {
+        let level = if r.level > 0 {
+            format!("a level above {}, ", fmt_int(r.level))
+        } else {
+            String::new()
+        };
         eprintln!(
-            "predicted {} rows -> {} (own model {}, global model {}, of which unseen groups {})",
+            "predicted {} rows -> {} (own model {}, {level}global model {}, of which unseen groups {})",
             fmt_int(r.rows),
             a.out.display(),
             fmt_int(r.own),

@@ -22,6 +22,7 @@ pub fn print_train_summary(b: &ModelBundle, s: &Summary, out: &Path, csv: bool) 
             .map(|auc| format!("validation AUC, mean over groups with both classes: {auc:.4}")),
         Some(chosen_line(s)),
         fallback_line(b, s),
+        levels_line(s),
         slowest_line(b),
         Some(routed_line(s)),
         (s.not_converged > 0).then(|| {
@@ -35,6 +36,29 @@ pub fn print_train_summary(b: &ModelBundle, s: &Summary, out: &Path, csv: bool) 
     for line in lines.into_iter().flatten() {
         eprintln!("{line}");
     }
+}
+
+/// With `--hierarchy`: each level's groups and own models, coarsest first.
+fn levels_line(s: &Summary) -> Option<String> {
+    if s.levels.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = s
+        .levels
+        .iter()
+        .map(|l| {
+            format!(
+                "{}: {} groups, {} with a model",
+                l.key,
+                fmt_int(l.groups),
+                fmt_int(l.own_models)
+            )
+        })
+        .collect();
+    Some(format!(
+        "levels above the groups: {}; a group without a model uses its nearest level's",
+        parts.join("; ")
+    ))
 }
 
 /// Groups, configs, models, timings, strategy, passes, threads.
@@ -165,7 +189,19 @@ fn chosen_line(s: &Summary) -> String {
 /// Groups without a model of their own: served by the global model, or by
 /// none without one (--no-global); with up to five examples.
 fn fallback_line(b: &ModelBundle, s: &Summary) -> Option<String> {
-    let (route, what, count) = if s.global_config.is_some() {
+    let (route, what, count) = if !s.levels.is_empty() {
+        let route = if s.global_config.is_some() {
+            Route::Global
+        } else {
+            Route::None
+        };
+        let count = s.routes.groups_global + s.routes.groups_none;
+        (
+            route,
+            "without a model of their own (served by the nearest level above with one)",
+            count,
+        )
+    } else if s.global_config.is_some() {
         (
             Route::Global,
             "fallback to the global model",
@@ -224,7 +260,14 @@ fn slowest_line(b: &ModelBundle) -> Option<String> {
 
 /// Where the validation rows went.
 fn routed_line(s: &Summary) -> String {
-    if s.global_config.is_some() {
+    if !s.levels.is_empty() {
+        format!(
+            "validation rows routed: own model {}, a level above or the global model {} (of which unseen groups {})",
+            fmt_int(s.routes.valid_rows_own),
+            fmt_int(s.routes.valid_rows_global + s.routes.valid_rows_none),
+            fmt_int(s.routes.valid_rows_unseen)
+        )
+    } else if s.global_config.is_some() {
         format!(
             "validation rows routed: own model {}, global model {} (of which unseen groups {})",
             fmt_int(s.routes.valid_rows_own),

@@ -182,7 +182,7 @@ const VALID_TABLE: &str = "<valid table>";
 #[pyo3(signature = (data, by, target, *, valid=None, valid_fraction=0.2, features=None,
     categorical=None, max_categories=groupfit::data::categorical::DEFAULT_MAX_CATEGORIES,
     task=None, model="linear".to_string(), params=Vec::new(), min_rows=10, threads=0, seed=0,
-    strategy="auto".to_string(), global_model=true, remote=None, remote_workers=2))]
+    strategy="auto".to_string(), global_model=true, hierarchy=false, remote=None, remote_workers=2))]
 #[allow(clippy::too_many_arguments)]
 fn train(
     py: Python<'_>,
@@ -202,6 +202,7 @@ fn train(
     seed: u64,
     strategy: String,
     global_model: bool,
+    hierarchy: bool,
     remote: Option<Py<PyAny>>,
     remote_workers: usize,
 ) -> PyResult<Bundle> {
@@ -250,6 +251,7 @@ fn train(
             seed,
             strategy,
             global_model,
+            hierarchy,
             ..TrainSpec::new(label(&train, TABLE), by, target)
         };
         match (&train, &valid) {

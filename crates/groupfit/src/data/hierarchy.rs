@@ -74,6 +74,15 @@ impl Hierarchy {
     pub fn parent(&self, level: usize, g: u32) -> u32 {
         self.parents[level - 1][g as usize]
     }
+
+    /// The groups of `level` by key.
+    pub fn prefix_ids(&self, level: usize) -> HashMap<&[Option<String>], u32> {
+        self.keys(level)
+            .iter()
+            .enumerate()
+            .map(|(g, k)| (&k[..], g as u32))
+            .collect()
+    }
 }
 
 #[cfg(test)]

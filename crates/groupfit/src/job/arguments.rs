@@ -52,6 +52,10 @@ pub struct TrainSpec {
     /// training. Without it (`--no-global`), such groups have no model and
     /// predicting their rows is an error.
     pub global_model: bool,
+    /// `--hierarchy`: a model set at every prefix level of `by` (`a`, `a/b`,
+    /// ...) besides the finest groups, trained in the same passes; a group
+    /// without a model of its own uses its nearest ancestor's.
+    pub hierarchy: bool,
 }
 
 impl TrainSpec {
@@ -74,6 +78,7 @@ impl TrainSpec {
             seed: 0,
             strategy: Strategy::Auto,
             global_model: true,
+            hierarchy: false,
         }
     }
 }
@@ -96,6 +101,12 @@ pub(super) fn check_arguments(
         return Err(GroupfitError::arg(
             "at least one key column is needed (--by)",
         ));
+    }
+    if spec.hierarchy && spec.by.len() < 2 {
+        return Err(GroupfitError::arg(format!(
+            "--hierarchy needs two or more key columns (--by a,b), got {}",
+            spec.by.len()
+        )));
     }
     if spec.valid.is_none() && !(0.0..1.0).contains(&spec.valid_fraction) {
         return Err(GroupfitError::arg(format!(

@@ -45,13 +45,14 @@ pub(super) fn assemble(
             valid: selection.global_scores,
         }),
         groups,
+        levels: Vec::new(),
         summary: serde_json::to_value(&summary).expect("summary serialises"),
     };
     TrainOutput { bundle, summary }
 }
 
 /// Every group's entry in the bundle, and what their routes and scores add up to.
-fn group_entries(
+pub(super) fn group_entries(
     prepared: &Prepared,
     units: &mut [Vec<UnitFit<FittedModel>>],
     selection: &Selection,

@@ -34,6 +34,7 @@ mod event;
 mod explain;
 mod fit;
 mod input;
+mod levels;
 mod predict;
 mod prepare;
 mod select;
@@ -48,7 +49,7 @@ pub use event::Event;
 pub use explain::{explain, Calibration, CutGroup, ExplainOutput, StrategyExplain};
 pub use predict::{predict_batch, predict_file, predict_table, write_parquet, PredictReport};
 pub use split::Fallbacks;
-pub use summary::{Routes, Summary, TrainOutput};
+pub use summary::{LevelSummary, Routes, Summary, TrainOutput};
 
 use prepare::{prepare, Job, Prepared};
 
@@ -121,10 +122,54 @@ fn train_from(
 }
 
 /// Fits a prepared job, selects each group's config and assembles the bundle.
-fn train_prepared(prepared: Prepared, on: &mut dyn FnMut(Event)) -> Result<TrainOutput> {
-    let fitted = fit::fit(&prepared, on)?;
+fn train_prepared(mut prepared: Prepared, on: &mut dyn FnMut(Event)) -> Result<TrainOutput> {
+    let mut fitted = fit::fit(&prepared, on)?;
     on(Event::Stage("scoring"));
+    let mut levels = Vec::new();
+    let mut level_models = 0;
+    if let Some(root) = prepared.flat.as_ref().map(|f| f.root) {
+        // Each level above the finest is selected as a job of its own (its
+        // groups, owners and validation groups swapped in), with the root's
+        // units as its global model; then the finest the same way.
+        for part in std::mem::take(&mut prepared.levels) {
+            let mut own = levels::level_fit(&mut fitted, part.base, part.split.n_groups(), root);
+            let split = std::mem::replace(&mut prepared.split, part.split);
+            let owners = std::mem::replace(&mut prepared.owners, part.owners);
+            let groups = std::mem::replace(&mut prepared.validation.groups, part.valid_groups);
+            let selection = select::select(&prepared, &own)?;
+            let (entries, _) = assemble::group_entries(&prepared, &mut own.units, &selection);
+            let fitted_groups = prepared.owners.fit[..prepared.n_groups()]
+                .iter()
+                .filter(|&&f| f)
+                .count();
+            level_models += fitted_groups * prepared.grid.len();
+            levels.push(crate::store::LevelGroups {
+                key_columns: prepared.spec.by[..part.level].to_vec(),
+                groups: entries,
+            });
+            prepared.split = split;
+            prepared.owners = owners;
+            prepared.validation.groups = groups;
+        }
+        let not_converged = fitted.not_converged;
+        fitted = levels::level_fit(&mut fitted, 0, prepared.n_groups(), root);
+        fitted.not_converged = not_converged;
+    }
     let selection = select::select(&prepared, &fitted)?;
     trace_stamp(prepared.started, "selection");
-    Ok(assemble::assemble(prepared, fitted, selection))
+    let mut out = assemble::assemble(prepared, fitted, selection);
+    if !levels.is_empty() {
+        out.summary.models += level_models;
+        out.summary.levels = levels
+            .iter()
+            .map(|l| LevelSummary {
+                key: l.key_columns.join("/"),
+                groups: l.groups.len(),
+                own_models: l.groups.iter().filter(|g| g.model.is_some()).count(),
+            })
+            .collect();
+        out.bundle.summary = serde_json::to_value(&out.summary).expect("summary serialises");
+        out.bundle.levels = levels;
+    }
+    Ok(out)
 }

@@ -28,10 +28,19 @@ pub struct PredictReport {
     pub global: usize,
     /// Of those, rows of groups not seen in training.
     pub unseen: usize,
+    /// With `--hierarchy`: rows served by a level above their group's.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub level: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Predictions for every row of `data`, with the input's key columns, then
-/// `prediction` and, with `with_route`, `route` (`own`, `fallback`, `unseen`).
+/// `prediction` and, with `with_route`, `route` (`own`, `fallback`,
+/// `unseen`, or with `--hierarchy` the key columns of the level that served
+/// the row, as `level:origin`).
 pub fn predict_batch(
     bundle: &ModelBundle,
     data: &Path,
@@ -74,7 +83,7 @@ pub fn predict_table(
     if with_route {
         fields.push(Field::new("route", DataType::Utf8, false));
         columns.push(Arc::new(StringArray::from_iter_values(
-            predictions.routes.iter().map(|r| r.name()),
+            predictions.routes.iter().map(|r| bundle.route_label(*r)),
         )));
     }
     let out = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
@@ -86,6 +95,7 @@ pub fn predict_table(
             own: predictions.own,
             global: predictions.global,
             unseen: predictions.unseen,
+            level: predictions.values.len() - predictions.own - predictions.global,
         },
     ))
 }

@@ -9,6 +9,7 @@ use super::arguments::TrainSpec;
 use super::columns::ColumnAccount;
 use super::event::trace_stamp;
 use super::input::{load, Feature, Tables};
+use super::levels::{levels, Flat, LevelPart};
 use super::split::{choose_owners, split, Owners, Split, SplitInput};
 use super::validation::{validation, ValidSource, Validation, ValidationInput};
 use crate::data::categorical::FeatureKind;
@@ -44,6 +45,10 @@ pub(super) struct Prepared<'a> {
     pub split: Split,
     pub owners: Owners,
     pub validation: Validation,
+    /// With `--hierarchy`: the levels above the finest, coarsest first.
+    pub levels: Vec<LevelPart>,
+    /// With `--hierarchy`: every level's groups as the family fits them.
+    pub flat: Option<Flat>,
     /// Worker threads (resolved, at least 1).
     pub threads: usize,
     /// When the job started.
@@ -88,8 +93,13 @@ pub(super) fn prepare<'a>(
         training_target: &loaded.target,
         task: split.task,
         keys: &split.keys,
+        hierarchy: split.hierarchy.as_ref(),
     };
     let validation = validation(spec, validation_input, held_out)?;
+    let (levels, flat) = match levels(spec, &split, &owners, &validation, split_input)? {
+        Some((parts, flat)) => (parts, Some(flat)),
+        None => (Vec::new(), None),
+    };
     trace_stamp(started, "validation data");
     let load_s = started.elapsed().as_secs_f64();
     let prepared_at = Instant::now();
@@ -108,6 +118,8 @@ pub(super) fn prepare<'a>(
         split,
         owners,
         validation,
+        levels,
+        flat,
         threads: resolve_threads(spec.threads),
         started,
         load_s,
@@ -123,6 +135,25 @@ impl Prepared<'_> {
 
     /// The data the family fits (or plans).
     pub fn train_data(&self) -> TrainData<'_> {
+        let mut valid = self.valid_data();
+        let (rows, group_of, keys, fit) = match &self.flat {
+            None => (
+                &self.split.train_rows[..],
+                &self.split.train_groups[..],
+                &self.split.keys[..],
+                &self.owners.fit[..],
+            ),
+            Some(flat) => {
+                valid.rows = &flat.valid_rows;
+                valid.groups = &flat.valid_groups;
+                (
+                    &flat.rows[..],
+                    &flat.group_of[..],
+                    &flat.keys[..],
+                    &flat.fit[..],
+                )
+            }
+        };
         TrainData {
             task: self.split.task,
             columns: &self.columns,
@@ -134,12 +165,12 @@ impl Prepared<'_> {
             kinds: &self.kinds,
             impute: None,
             target: &self.target,
-            rows: &self.split.train_rows,
-            group_of: &self.split.train_groups,
-            n_groups: self.n_groups(),
-            keys: &self.split.keys,
-            fit: &self.owners.fit,
-            valid: self.valid_data(),
+            rows,
+            group_of,
+            n_groups: keys.len(),
+            keys,
+            fit,
+            valid,
             strategy: self.spec.strategy,
             threads: self.threads,
             seed: self.spec.seed,

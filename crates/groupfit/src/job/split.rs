@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::arguments::TrainSpec;
 use super::event::trace_stamp;
 use super::input::{check_binary, EncodedGroups};
+use crate::data::hierarchy::Hierarchy;
 use crate::data::keys::GroupKey;
 use crate::data::{row_uniform, Task};
 use crate::error::{GroupfitError, Result};
@@ -41,6 +42,8 @@ pub(super) struct Split {
     pub keys: Vec<GroupKey>,
     /// Rows of the training table without a target.
     pub dropped: usize,
+    /// With `--hierarchy`: the prefix levels of `keys`.
+    pub hierarchy: Option<Hierarchy>,
 }
 
 /// The rows held out of the training table for validation (none with `--valid`).
@@ -49,6 +52,9 @@ pub(super) struct HeldOut {
     pub rows: Vec<u32>,
     /// Dense group of each (`None`: a group without training rows).
     pub groups: Vec<Option<u32>>,
+    /// With `--hierarchy`: per level above the finest (1 first), the group
+    /// of each row at that level.
+    pub level_groups: Vec<Vec<Option<u32>>>,
 }
 
 impl Split {
@@ -127,7 +133,6 @@ pub(super) fn split(
         check_binary(target, &spec.target, path)?;
     }
     let numbering = number_groups(&groups, &train_rows);
-    drop(groups.encoder);
     let held_out_groups = held_out
         .iter()
         .map(|&row| {
@@ -135,6 +140,24 @@ pub(super) fn split(
             (group != u32::MAX).then_some(group)
         })
         .collect();
+    let hierarchy = spec.hierarchy.then(|| Hierarchy::new(&numbering.keys));
+    // Each held-out row's group at every level above the finest, found by
+    // its key's prefix (its finest group may have no training rows).
+    let level_groups = hierarchy.as_ref().map_or_else(Vec::new, |h| {
+        (1..h.depth())
+            .map(|level| {
+                let ids = h.prefix_ids(level);
+                held_out
+                    .iter()
+                    .map(|&row| {
+                        let key = &groups.encoder.keys()[groups.row_keys[row as usize] as usize];
+                        ids.get(&key[..level]).copied()
+                    })
+                    .collect()
+            })
+            .collect()
+    });
+    drop(groups.encoder);
     trace_stamp(started, "split");
     let split = Split {
         task,
@@ -143,10 +166,12 @@ pub(super) fn split(
         train_groups: numbering.train_groups,
         keys: numbering.keys,
         dropped,
+        hierarchy,
     };
     let held_out = HeldOut {
         rows: held_out,
         groups: held_out_groups,
+        level_groups,
     };
     Ok((split, held_out))
 }

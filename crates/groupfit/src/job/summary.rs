@@ -105,6 +105,20 @@ pub struct Summary {
     pub not_converged: usize,
     /// Worker threads.
     pub threads: usize,
+    /// With `--hierarchy`: the levels above the groups', coarsest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<LevelSummary>,
+}
+
+/// One level of a hierarchy in the summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LevelSummary {
+    /// Its key columns, joined by `/`.
+    pub key: String,
+    /// Its groups.
+    pub groups: usize,
+    /// Those with a model of their own.
+    pub own_models: usize,
 }
 
 /// A trained bundle and its summary.
@@ -196,5 +210,6 @@ pub(super) fn summarise(prepared: &Prepared, fitted: &Fitted, tally: Tally) -> S
         cut_groups: fitted.report.cut_groups,
         not_converged: fitted.not_converged,
         threads: prepared.threads,
+        levels: Vec::new(),
     }
 }

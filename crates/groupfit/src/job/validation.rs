@@ -5,6 +5,7 @@
 use super::arguments::TrainSpec;
 use super::input::{check_binary, feature_columns, Feature, Tables};
 use super::split::HeldOut;
+use crate::data::hierarchy::Hierarchy;
 use crate::data::keys::{GroupEncoder, GroupKey};
 use crate::data::{numeric_column, read_parquet_rows, Column, Task};
 use crate::error::{GroupfitError, Result};
@@ -17,6 +18,9 @@ pub(super) struct Validation {
     pub rows: Vec<u32>,
     /// Dense group of each validation row (`None`: a group not in training).
     pub groups: Vec<Option<u32>>,
+    /// With `--hierarchy`: per level above the finest (1 first), the group
+    /// of each row at that level.
+    pub level_groups: Vec<Vec<Option<u32>>>,
     /// Rows of the validation table without a target.
     pub dropped: usize,
 }
@@ -43,6 +47,8 @@ pub(super) struct ValidationInput<'a> {
     pub task: Task,
     /// The key of each (dense) group.
     pub keys: &'a [GroupKey],
+    /// With `--hierarchy`: the levels, to look the rows up at each.
+    pub hierarchy: Option<&'a Hierarchy>,
 }
 
 /// The validation rows: the `--valid` table's, or `held_out`.
@@ -59,6 +65,7 @@ pub(super) fn validation(
             source: ValidSource::Training,
             rows: held_out.rows,
             groups: held_out.groups,
+            level_groups: held_out.level_groups,
             dropped: 0,
         });
     }
@@ -79,6 +86,7 @@ pub(super) fn validation(
         source: ValidSource::Own { columns, target },
         rows: (0..held_out.rows.len() as u32).collect(),
         groups: held_out.groups,
+        level_groups: held_out.level_groups,
         dropped: 0,
     })
 }
@@ -105,10 +113,19 @@ fn from_valid_table(spec: &TrainSpec, input: ValidationInput<'_>) -> Result<Vali
             groups.push(group);
         }
     }
+    let mut level_groups = Vec::new();
+    if let Some(h) = input.hierarchy {
+        for level in 1..h.depth() {
+            let found =
+                GroupEncoder::from_keys(h.keys(level)).lookup(&table.batch.columns()[..level])?;
+            level_groups.push(rows.iter().map(|&r| found[r as usize]).collect());
+        }
+    }
     Ok(Validation {
         source: ValidSource::Own { columns, target },
         rows,
         groups,
+        level_groups,
         dropped,
     })
 }

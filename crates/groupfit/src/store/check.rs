@@ -50,32 +50,47 @@ impl ModelBundle {
             }
             check(&g.model).map_err(|e| format!("global model: {e}"))?;
         }
-        for g in &self.groups {
-            let at = || display_key(&g.key);
-            if g.key.len() != self.key_columns.len() {
+        for (i, level) in self.levels.iter().enumerate() {
+            let n = level.key_columns.len();
+            if n == 0
+                || n >= self.key_columns.len()
+                || level.key_columns[..] != self.key_columns[..n]
+            {
                 return Err(format!(
-                    "group {}: {} key parts for {} key columns",
-                    at(),
-                    g.key.len(),
-                    self.key_columns.len()
+                    "level {i}: key columns {:?} are not a shorter prefix of {:?}",
+                    level.key_columns, self.key_columns
                 ));
             }
-            if let Some(k) = g.config.filter(|&k| k >= nc) {
-                return Err(format!("group {}: config {k} of {nc} configs", at()));
-            }
-            if !g.valid_by_config.is_empty() && g.valid_by_config.len() != nc {
-                return Err(format!(
-                    "group {}: {} validation scores for {nc} configs",
-                    at(),
-                    g.valid_by_config.len()
-                ));
-            }
-            match (&g.model, g.route) {
-                (Some(m), _) => check(m).map_err(|e| format!("group {}: {e}", at()))?,
-                (None, Route::Own) => {
-                    return Err(format!("group {}: route own without a model", at()))
+        }
+        let levels = self.levels.iter().map(|l| (l.key_columns.len(), &l.groups));
+        for (n_keys, groups) in levels.chain([(self.key_columns.len(), &self.groups)]) {
+            for g in groups {
+                let at = || display_key(&g.key);
+                if g.key.len() != n_keys {
+                    return Err(format!(
+                        "group {}: {} key parts for {} key columns",
+                        at(),
+                        g.key.len(),
+                        n_keys
+                    ));
                 }
-                (None, _) => {}
+                if let Some(k) = g.config.filter(|&k| k >= nc) {
+                    return Err(format!("group {}: config {k} of {nc} configs", at()));
+                }
+                if !g.valid_by_config.is_empty() && g.valid_by_config.len() != nc {
+                    return Err(format!(
+                        "group {}: {} validation scores for {nc} configs",
+                        at(),
+                        g.valid_by_config.len()
+                    ));
+                }
+                match (&g.model, g.route) {
+                    (Some(m), _) => check(m).map_err(|e| format!("group {}: {e}", at()))?,
+                    (None, Route::Own) => {
+                        return Err(format!("group {}: route own without a model", at()))
+                    }
+                    (None, _) => {}
+                }
             }
         }
         Ok(())
@@ -128,6 +143,7 @@ mod tests {
                 valid_by_config: vec![0.5],
                 iterations: 1,
             }],
+            levels: Vec::new(),
             summary: serde_json::json!({}),
         }
     }

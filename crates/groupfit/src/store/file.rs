@@ -62,6 +62,12 @@ impl ModelBundle {
     fn section_floats(&self) -> usize {
         self.global.as_ref().map_or(0, |g| model_floats(&g.model))
             + self.groups.iter().map(entry_floats).sum::<usize>()
+            + self
+                .levels
+                .iter()
+                .flat_map(|l| &l.groups)
+                .map(entry_floats)
+                .sum::<usize>()
     }
 
     /// Parses the file format; `path` only names the file in errors.
@@ -285,7 +291,18 @@ impl ModelBundle {
                 section(wave_bases[i], bin).map_err(serde_json::Error::io)?;
             }
         }
-        out.write_all(b"],\"summary\":")
+        out.write_all(b"]").map_err(serde_json::Error::io)?;
+        if !self.levels.is_empty() {
+            // The hierarchy's coarser levels: far fewer groups, one piece,
+            // their floats after the groups'.
+            let mut bin = Vec::new();
+            let json = floats::collect(at, &mut bin, || serde_json::to_vec(&self.levels))?;
+            out.write_all(b",\"levels\":")
+                .map_err(serde_json::Error::io)?;
+            out.write_all(&json).map_err(serde_json::Error::io)?;
+            section(at, &bin).map_err(serde_json::Error::io)?;
+        }
+        out.write_all(b",\"summary\":")
             .map_err(serde_json::Error::io)?;
         serde_json::to_writer(&mut *out, &self.summary)?;
         out.write_all(b"}").map_err(serde_json::Error::io)
@@ -421,6 +438,7 @@ mod tests {
                 valid: Scores::default(),
             }),
             groups: vec![],
+            levels: Vec::new(),
             summary: serde_json::json!({}),
         }
     }

@@ -23,7 +23,7 @@ use crate::tune::ConfigEntry;
 use crate::codec as floats;
 
 /// The newest format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 
 /// A fitted model of any family.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -222,6 +222,10 @@ pub struct ModelBundle {
     pub global: Option<GlobalEntry>,
     /// Every group seen in training.
     pub groups: Vec<GroupEntry>,
+    /// With `--hierarchy`: the levels above the groups', coarsest first,
+    /// each a model set of its own over the first key columns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<LevelGroups>,
     /// The training summary (`groupfit train --json`).
     pub summary: serde_json::Value,
 }
@@ -241,6 +245,15 @@ pub struct Predictions {
     pub routes: Vec<RowRoute>,
 }
 
+/// One level of a hierarchy: the groups of its key columns' values.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LevelGroups {
+    /// The first key columns (`key_columns[..level]`).
+    pub key_columns: Vec<String>,
+    /// Its groups, as the bundle's own.
+    pub groups: Vec<GroupEntry>,
+}
+
 /// Which model served one row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RowRoute {
@@ -250,6 +263,10 @@ pub enum RowRoute {
     Fallback,
     /// The global model: the group was not in the training data.
     Unseen,
+    /// The model of the row's group at a coarser level (index into
+    /// [`ModelBundle::levels`]): its own group has no model, or was not in
+    /// the training data.
+    Ancestor(u16),
 }
 
 impl RowRoute {
@@ -259,6 +276,7 @@ impl RowRoute {
             RowRoute::Own => "own",
             RowRoute::Fallback => "fallback",
             RowRoute::Unseen => "unseen",
+            RowRoute::Ancestor(_) => "ancestor",
         }
     }
 }

@@ -9,9 +9,21 @@ use crate::data::categorical::Encoding;
 use crate::data::keys::{display_key, GroupEncoder};
 use crate::error::{GroupfitError, Result};
 
-use super::{GroupEntry, ModelBundle, Predictions, Route, RowRoute};
+use super::{FittedModel, GroupEntry, ModelBundle, Predictions, Route, RowRoute};
 
 impl ModelBundle {
+    /// How `--with-route` writes a row's route: [`RowRoute::name`], or for
+    /// a level of the hierarchy `level:` and its key columns (`level:origin`).
+    pub fn route_label(&self, route: RowRoute) -> String {
+        match route {
+            RowRoute::Ancestor(l) => match self.levels.get(l as usize) {
+                Some(level) => format!("level:{}", level.key_columns.join("/")),
+                None => route.name().to_string(),
+            },
+            r => r.name().to_string(),
+        }
+    }
+
     /// How feature `name`'s column is read: through its dictionary if it is
     /// categorical, as numbers otherwise.
     pub fn encoding(&self, name: &str) -> Encoding<'_> {
@@ -47,29 +59,61 @@ impl ModelBundle {
         }
         // The model of each row: its group's own (slot `g`) or the global
         // model (slot `n_groups`).
-        let n_groups = self.groups.len();
+        // Slots: the groups', then each level's groups', then the global model.
+        fn own_model(e: &GroupEntry) -> Option<&FittedModel> {
+            match e {
+                GroupEntry {
+                    route: Route::Own,
+                    model: Some(m),
+                    ..
+                } => Some(m),
+                _ => None,
+            }
+        }
+        let mut slot_models: Vec<Option<&FittedModel>> =
+            self.groups.iter().map(own_model).collect();
         let mut routes = Vec::with_capacity(n);
         let mut slot = Vec::with_capacity(n);
         for g in &gid {
             let (route, s) = match g.map(|g| (g as usize, &self.groups[g as usize])) {
-                Some((
-                    g,
-                    GroupEntry {
-                        route: Route::Own,
-                        model: Some(_),
-                        ..
-                    },
-                )) => (RowRoute::Own, g),
-                Some(_) => (RowRoute::Fallback, n_groups),
-                None => (RowRoute::Unseen, n_groups),
+                Some((g, e)) if own_model(e).is_some() => (RowRoute::Own, g),
+                Some(_) => (RowRoute::Fallback, usize::MAX),
+                None => (RowRoute::Unseen, usize::MAX),
             };
             routes.push(route);
             slot.push(s);
         }
+        // Rows without a model of their own group's: the nearest level
+        // above with one, the finest first.
+        for (li, level) in self.levels.iter().enumerate().rev() {
+            let base = slot_models.len();
+            slot_models.extend(level.groups.iter().map(own_model));
+            if !slot.contains(&usize::MAX) {
+                continue;
+            }
+            let keys_of_level: Vec<_> = level.groups.iter().map(|g| g.key.clone()).collect();
+            let found =
+                GroupEncoder::from_keys(&keys_of_level).lookup(&keys[..level.key_columns.len()])?;
+            for (i, f) in found.iter().enumerate() {
+                if slot[i] != usize::MAX {
+                    continue;
+                }
+                if let Some(g) = f.filter(|&g| slot_models[base + g as usize].is_some()) {
+                    slot[i] = base + g as usize;
+                    routes[i] = RowRoute::Ancestor(li as u16);
+                }
+            }
+        }
+        let n_groups = slot_models.len();
+        for s in &mut slot {
+            if *s == usize::MAX {
+                *s = n_groups;
+            }
+        }
         let count = |r: RowRoute| routes.iter().filter(|&&x| x == r).count();
         let own = count(RowRoute::Own);
         let unseen = count(RowRoute::Unseen);
-        let global = n - own;
+        let global = count(RowRoute::Fallback) + unseen;
         if global > 0 && self.global.is_none() {
             let first = slot.iter().position(|&s| s == n_groups).unwrap_or(0);
             let (group, reason) = match gid[first] {
@@ -97,8 +141,8 @@ impl ModelBundle {
         // so each model predicts its rows in one call.
         let (order, start) = crate::data::bucket(slot.iter().copied(), n_groups + 1);
         let xc = crate::data::imputed_columns(&cols, &order, &self.impute, threads);
-        let model = |s: usize| match (self.groups.get(s), &self.global) {
-            (Some(GroupEntry { model: Some(m), .. }), _) => m,
+        let model = |s: usize| match (slot_models.get(s), &self.global) {
+            (Some(Some(m)), _) => *m,
             (_, Some(g)) => &g.model,
             // A slot without rows (checked above): never called.
             (_, None) => unreachable!("rows without a model are an error above"),
@@ -192,6 +236,7 @@ mod tests {
                 group("a", Route::Own, Some(linear(2.0, 1.0))),
                 group("b", Route::Global, None),
             ],
+            levels: Vec::new(),
             summary: serde_json::json!({}),
         }
     }

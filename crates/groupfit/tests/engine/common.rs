@@ -301,6 +301,11 @@ pub fn predictions(bundle: &ModelBundle, data: &Path) -> (Vec<f64>, Vec<String>)
     (p, r)
 }
 
+/// The committed golden files: `tests/golden/` at the workspace root.
+pub fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden")
+}
+
 /// Writes `{stem}.expected.json` beside the golden model at `model`: its
 /// predictions and routes on `rows` (`GROUPFIT_BLESS=1`).
 pub fn bless_expected(model: &Path, rows: &Path, expected: &Path, stem: &str, version: u32) {

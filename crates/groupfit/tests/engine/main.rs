@@ -1,5 +1,6 @@
 //! The engine's integration tests (one test binary for the crate, one
-//! module per family: `linear`, `mlp`, `gbdt`; `store` for the model file;
+//! module per family: `linear`, `mlp`, `gbdt`; `onehot` for categorical
+//! features; `hierarchy` for `--hierarchy`; `store` for the model file;
 //! `common` for the synthetic data and the helpers they share).
 //!
 //! * grouped == looped: groups trained together give the models each group
@@ -30,6 +31,7 @@
 
 mod common;
 mod gbdt;
+mod hierarchy;
 mod linear;
 mod mlp;
 mod onehot;

@@ -599,10 +599,6 @@ fn models_with_categorical_features_round_trip_through_the_file() {
 // golden files
 // ---------------------------------------------------------------------------
 
-fn golden_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden")
-}
-
 /// The training table of the categorical golden files: binary; `f0`, `f1`
 /// numeric, `c0` text with five levels and nulls; groups `alpha`, `beta`,
 /// `gamma` with their own models, `tiny` (4 rows) falling back.

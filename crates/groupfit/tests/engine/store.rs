@@ -307,10 +307,6 @@ fn crafted_model_files_with_a_valid_checksum_are_checked() {
     assert_eq!(ModelBundle::load(&p).unwrap(), b);
 }
 
-fn golden_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden")
-}
-
 /// The rows the golden model predicts: two rows each of the own-model groups,
 /// one of a fallback group per reason, one unseen group, and one row with a
 /// missing feature (imputed).
