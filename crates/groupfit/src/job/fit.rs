@@ -21,6 +21,25 @@ pub(super) struct Fitted {
     pub not_converged: usize,
 }
 
+impl Fitted {
+    /// With `--hierarchy`: the units of `count` groups from `base` of the
+    /// flat fit (moved out), with the root's (copied) as their global model:
+    /// what one level's selection reads.
+    pub fn take_level(&mut self, base: usize, count: usize, root: usize) -> Fitted {
+        let mut units: Vec<_> = self.units[base..base + count]
+            .iter_mut()
+            .map(std::mem::take)
+            .collect();
+        units.push(self.units[root].clone());
+        Fitted {
+            units,
+            impute: self.impute.clone(),
+            report: self.report.clone(),
+            not_converged: 0,
+        }
+    }
+}
+
 /// Fits every unit of `prepared` with its family, reporting passes to `on`.
 pub(super) fn fit(prepared: &Prepared, on: &mut dyn FnMut(Event)) -> Result<Fitted> {
     on(Event::Stage("training"));

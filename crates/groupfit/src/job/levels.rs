@@ -1,6 +1,6 @@
 //! `--hierarchy`: the groups of every level above the finest, trained in the
-//! same fit as the finest ones, and each level's part of the fit taken back
-//! out for its own selection.
+//! same fit as the finest ones; each level's part of the fit is taken back
+//! out for its own selection by `Fitted::take_level`.
 //!
 //! The fit sees one flat set of groups: the finest (their ids unchanged),
 //! then each coarser level's (the next-finest first), then the root, which
@@ -8,7 +8,6 @@
 //! model is off: its rows would repeat once per level.
 
 use super::arguments::TrainSpec;
-use super::fit::Fitted;
 use super::split::{choose_owners, Owners, Split, SplitInput};
 use super::validation::Validation;
 use crate::data::keys::GroupKey;
@@ -114,20 +113,4 @@ pub(super) fn levels(
     ));
     parts.reverse();
     Ok(Some((parts, flat)))
-}
-
-/// The units of `count` groups from `base` of the flat fit, with the root's
-/// as their global model: what one level's selection reads.
-pub(super) fn level_fit(fitted: &mut Fitted, base: usize, count: usize, root: usize) -> Fitted {
-    let mut units: Vec<_> = fitted.units[base..base + count]
-        .iter_mut()
-        .map(std::mem::take)
-        .collect();
-    units.push(fitted.units[root].clone());
-    Fitted {
-        units,
-        impute: fitted.impute.clone(),
-        report: fitted.report.clone(),
-        not_converged: 0,
-    }
 }

@@ -132,7 +132,7 @@ fn train_prepared(mut prepared: Prepared, on: &mut dyn FnMut(Event)) -> Result<T
         // groups, owners and validation groups swapped in), with the root's
         // units as its global model; then the finest the same way.
         for part in std::mem::take(&mut prepared.levels) {
-            let mut own = levels::level_fit(&mut fitted, part.base, part.split.n_groups(), root);
+            let mut own = fitted.take_level(part.base, part.split.n_groups(), root);
             let split = std::mem::replace(&mut prepared.split, part.split);
             let owners = std::mem::replace(&mut prepared.owners, part.owners);
             let groups = std::mem::replace(&mut prepared.validation.groups, part.valid_groups);
@@ -152,7 +152,7 @@ fn train_prepared(mut prepared: Prepared, on: &mut dyn FnMut(Event)) -> Result<T
             prepared.validation.groups = groups;
         }
         let not_converged = fitted.not_converged;
-        fitted = levels::level_fit(&mut fitted, 0, prepared.n_groups(), root);
+        fitted = fitted.take_level(0, prepared.n_groups(), root);
         fitted.not_converged = not_converged;
     }
     let selection = select::select(&prepared, &fitted)?;
