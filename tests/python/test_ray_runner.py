@@ -256,3 +256,20 @@ def test_categorical_features_on_ray_equal_native(cluster, model, params):
     # Newton iterates sum in another order and stop at the same tolerance.
     assert_same(native, remote, valid, rtol=1e-5)
     assert remote.runner_info["placement"] == "whole groups"
+
+
+def test_hierarchy_on_ray_equals_native(cluster):
+    rng = np.random.default_rng(3)
+    rows = []
+    for region, store, n, slope in [("r0", "s0", 200, 1.0), ("r0", "s1", 4, 1.5), ("r1", "s2", 150, -2.0), ("r1", "s3", 90, 0.5)]:
+        x = rng.normal(size=n)
+        rows += [(region, store, float(v), slope * float(v) + 0.1 * rng.normal()) for v in x]
+    t = pa.table({k: [r[i] for r in rows] for i, k in enumerate(["region", "store", "x", "y"])})
+    kw = dict(by=["region", "store"], target="y", valid=0.2, min_rows=10, hierarchy=True, params={"C": [0.1, 1]})
+    native = gf.fit(t, **kw)
+    remote = gf.fit(t, runner=gf.RayRunner(workers=2), **kw)
+    probe = pa.table({"region": ["r0", "r0", "r1", "r9"], "store": ["s0", "s1", "new", "x"], "x": [0.5] * 4})
+    a, b = native.predict_table(probe), remote.predict_table(probe)
+    assert a.column("route").to_pylist() == ["own", "level:region", "level:region", "unseen"]
+    assert b.column("route").to_pylist() == a.column("route").to_pylist()
+    np.testing.assert_allclose(b.column("prediction").to_numpy(), a.column("prediction").to_numpy(), rtol=1e-7)
