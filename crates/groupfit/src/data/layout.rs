@@ -10,6 +10,7 @@
 //! (a *slot*), so a row's one-hot part costs one index per feature.
 
 use super::onehot::{lookup, OneHotPlan};
+use super::stats::{group_major_stats, std_or_one, ColumnStats};
 use super::Column;
 use crate::error::{GroupfitError, Result};
 
@@ -136,14 +137,6 @@ pub(crate) struct SharedOut<T = f32>(pub(crate) *mut T);
 // SAFETY: see the type's docs: writes through it never overlap between threads.
 unsafe impl<T> Send for SharedOut<T> {}
 unsafe impl<T> Sync for SharedOut<T> {}
-
-/// Statistics of one column: per (pseudo-)group mean and scale, and the
-/// imputation value.
-struct ColumnStats {
-    mean: Vec<f64>,
-    scale: Vec<f64>,
-    impute: f64,
-}
 
 impl GroupedMatrix {
     /// Builds the layout. Per column (columns spread over threads): one pass
@@ -607,26 +600,6 @@ fn gather_onehot<T: Copy + Into<f64>>(
     }
 }
 
-/// The per-column statistics laid out group-major: `(mean, scale, impute)`,
-/// the first two `g_total x d`.
-fn group_major_stats(
-    per_column: Vec<(usize, ColumnStats)>,
-    g_total: usize,
-    d: usize,
-) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-    let mut mean = vec![0.0; g_total * d];
-    let mut scale = vec![1.0; g_total * d];
-    let mut impute = vec![0.0; d];
-    for (j, st) in per_column {
-        for g in 0..g_total {
-            mean[g * d + j] = st.mean[g];
-            scale[g * d + j] = st.scale[g];
-        }
-        impute[j] = st.impute;
-    }
-    (mean, scale, impute)
-}
-
 /// Gather of feature `j` standardised by the given statistics (no
 /// statistics passes).
 fn given_column_pass<T: Copy + Into<f64>>(
@@ -777,19 +750,6 @@ fn gather_column<T: Copy + Into<f64>>(
                 }
             }
         }
-    }
-}
-
-/// Population standard deviation, or 1 when the column is (numerically) constant.
-pub(crate) fn std_or_one(sq: f64, count: f64, mean: f64) -> f64 {
-    if count <= 0.0 {
-        return 1.0;
-    }
-    let sd = (sq / count).sqrt();
-    if sd <= 1e-12 * mean.abs().max(1.0) {
-        1.0
-    } else {
-        sd
     }
 }
 

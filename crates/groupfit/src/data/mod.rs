@@ -18,6 +18,7 @@ pub mod hierarchy;
 pub mod keys;
 pub mod layout;
 pub mod onehot;
+pub mod stats;
 
 use std::fs::File;
 use std::path::Path;

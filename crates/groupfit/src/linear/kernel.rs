@@ -13,20 +13,19 @@
 //! One-hot columns come as slots ([`Block::slots`]): a row adds the weight
 //! of its slot to its margin and its residual to that slot's gradient. Its
 //! Hessian terms with the dense columns are summed per slot
-//! ([`BlockScratch`]'s `xs`), and those with the intercept and other slots
+//! ([`super::slots`]), and those with the intercept and other slots
 //! are single adds, so a categorical feature costs about one dense column.
 //!
 //! The element-wise loops are plain loops that LLVM vectorises;
 //! [`accumulate_blocks`] dispatches at run time to a copy compiled for AVX-512
 //! or AVX2+FMA when the CPU has them, and the Hessian tiles use intrinsics.
 
+use super::slots::{slot_hessian, SlotRows, SlotScratch};
+use super::tiles::syrk_upper;
 use crate::data::layout::{Block, BLOCK, LANES, NO_SLOT};
 use crate::data::Task;
 use crate::math::simd::{level, simd_copy, Level};
 use crate::math::{exp_neg, log1p_unit};
-
-/// Tile edge of the Hessian kernel (4 x 4 outputs per tile).
-const TILE: usize = 4;
 
 /// Buffers of one worker for [`accumulate_blocks`].
 #[derive(Debug, Clone)]
@@ -53,20 +52,6 @@ pub struct BlockScratch {
     xt: Vec<f32>,
 }
 
-/// What [`slot_hessian`] sums into between the blocks of one call.
-#[derive(Debug, Clone)]
-struct SlotScratch {
-    /// Per unit and one-hot column `dense + t`, the sums of `x * C h` of
-    /// the dense columns over the rows in that column, then the sum of `C h`
-    /// (its diagonal and intercept entry): `dense + 1` values at
-    /// `(unit * one-hot columns + t) * (dense + 1)`; zero between calls.
-    xs: Vec<f64>,
-    /// The one-hot columns `xs` holds sums for (as `t`), each once.
-    touched: Vec<u32>,
-    /// Per one-hot column, whether it is in `touched`.
-    is_touched: Vec<bool>,
-}
-
 impl BlockScratch {
     /// Buffers for a layout with `dp` (padded) feature rows per block.
     pub fn new(dp: usize) -> Self {
@@ -82,11 +67,7 @@ impl BlockScratch {
             lanes: Vec::new(),
             same_as: Vec::new(),
             before: Vec::new(),
-            slot: SlotScratch {
-                xs: Vec::new(),
-                touched: Vec::new(),
-                is_touched: Vec::new(),
-            },
+            slot: SlotScratch::default(),
             xt: vec![0.0; dp * BLOCK],
         }
     }
@@ -350,38 +331,9 @@ fn accumulate_impl<'a>(
             }
         }
     }
-    // The slots' sums with the dense columns, into the Hessians' upper
-    // triangle (column `dense + t`, rows `0..dense`); `xs` left zero.
-    let sc = &mut s.slot;
-    if !sc.touched.is_empty() {
-        let dd = dense;
-        let w = dd + 1;
-        let xs_len = (d - dd) * w;
-        for (u, unit) in units.iter().enumerate() {
-            if s.same_as[u] != u {
-                continue;
-            }
-            let h = &mut out[u * len + 1 + p..(u + 1) * len - 1];
-            let factor = if binary { 1.0 } else { unit.c };
-            let xs = &mut sc.xs[u * xs_len..(u + 1) * xs_len];
-            for &t in &sc.touched {
-                let (t, a) = (t as usize, dd + t as usize);
-                let acc = &mut xs[t * w..(t + 1) * w];
-                for (j, v) in acc[..dd].iter_mut().enumerate() {
-                    h[j * p + a] += factor * *v;
-                    *v = 0.0;
-                }
-                // The column's diagonal and intercept entries: both sum its rows' `C h`.
-                h[a * p + a] += factor * acc[dd];
-                h[a * p + d] += factor * acc[dd];
-                acc[dd] = 0.0;
-            }
-        }
-        for &t in &sc.touched {
-            sc.is_touched[t as usize] = false;
-        }
-        sc.touched.clear();
-    }
+    // The slots' sums with the dense columns, into the Hessians.
+    let factors = units.iter().map(|u| if binary { 1.0 } else { u.c });
+    s.slot.flush(out, p, dense, factors, &s.same_as);
     for (u, unit) in units.iter().enumerate() {
         if s.same_as[u] != u {
             continue;
@@ -478,69 +430,6 @@ unsafe fn margins_avx512(x: *const f32, wd: usize, w: &[f64], b: f64, z: *mut f6
         _mm512_storeu_pd(z.add(i), lo);
         _mm512_storeu_pd(z.add(i + 8), hi);
         i += 16;
-    }
-}
-
-/// The rows of a block as [`slot_hessian`] reads them.
-struct SlotRows<'a> {
-    /// The rows' dense values, row-major (`dd` per row).
-    xt: &'a [f32],
-    wd: usize,
-    /// Dense feature rows in use.
-    dd: usize,
-    /// `k x wd` slots (see [`Block::slots`]).
-    slots: &'a [u32],
-    k: usize,
-    /// Rows (the rest of the `wd` slots are padding).
-    m: usize,
-}
-
-/// The one-hot columns' Hessian terms of unit `u` over one block, each row
-/// weighted by `factor * hw[i]` (`hw` empty: 1): with the other features'
-/// slots into `h` (`p x p`, upper triangle); with the dense columns, the
-/// intercept and itself into the unit's part of `sc.xs` (unscaled by
-/// `factor`), marking the columns touched. The caller adds `xs` to `h` and
-/// clears it.
-fn slot_hessian(
-    b: SlotRows<'_>,
-    hw: &[f64],
-    factor: f64,
-    h: &mut [f64],
-    p: usize,
-    sc: &mut SlotScratch,
-    u: usize,
-) {
-    let d = p - 1;
-    let dd = b.dd;
-    let w = dd + 1;
-    let xs_len = (d - dd) * w;
-    let xs = &mut sc.xs[u * xs_len..(u + 1) * xs_len];
-    for i in 0..b.m {
-        let wi = if hw.is_empty() { 1.0 } else { hw[i] };
-        let row = &b.xt[i * dd..(i + 1) * dd];
-        for f in 0..b.k {
-            let a = b.slots[f * b.wd + i];
-            if a == NO_SLOT {
-                continue;
-            }
-            let a = a as usize;
-            for f2 in f + 1..b.k {
-                let c = b.slots[f2 * b.wd + i];
-                if c != NO_SLOT {
-                    h[a * p + c as usize] += factor * wi;
-                }
-            }
-            let t = a - dd;
-            if !sc.is_touched[t] {
-                sc.is_touched[t] = true;
-                sc.touched.push(t as u32);
-            }
-            let acc = &mut xs[t * w..(t + 1) * w];
-            for (s, &v) in acc[..dd].iter_mut().zip(row) {
-                *s += wi * v as f64;
-            }
-            acc[dd] += wi;
-        }
     }
 }
 
@@ -767,165 +656,10 @@ fn squared_terms(
     (sum8(&loss[..wd]), sum8(&r[..wd]), 0.0)
 }
 
-/// Upper-triangle tiles of `B B^T` for `B` = `pp` rows of `bt` of `mp`
-/// columns each (row stride `mp`, a multiple of [`LANES`]; `pp` a multiple of
-/// the tile edge), in `f32`, written into `hc` (`pp x pp`, row-major).
-/// Diagonal tiles are written whole.
-#[inline(always)]
-fn syrk_upper(bt: &[f32], mp: usize, pp: usize, hc: &mut [f32]) {
-    assert!(bt.len() >= pp * mp && hc.len() >= pp * pp && mp % LANES == 0 && pp % TILE == 0);
-    #[cfg(target_arch = "x86_64")]
-    match level() {
-        // SAFETY: the level has the copy's features; indices stay within
-        // `bt` and `hc` (asserted above).
-        Level::Avx512 | Level::Avx512Vbmi2 => return unsafe { syrk_avx512(bt, pp, mp, hc) },
-        // SAFETY: as above.
-        Level::Avx2 => return unsafe { syrk_avx2(bt, pp, mp, hc) },
-        Level::Scalar => {}
-    }
-    syrk_scalar(bt, pp, mp, hc)
-}
-
-fn syrk_scalar(bt: &[f32], pp: usize, mp: usize, hc: &mut [f32]) {
-    for j in (0..pp).step_by(TILE) {
-        for k in (j..pp).step_by(TILE) {
-            for u in 0..TILE {
-                for v in 0..TILE {
-                    let a = &bt[(j + u) * mp..(j + u) * mp + mp];
-                    let b = &bt[(k + v) * mp..(k + v) * mp + mp];
-                    hc[(j + u) * pp + k + v] = a.iter().zip(b).map(|(x, y)| x * y).sum();
-                }
-            }
-        }
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn syrk_avx512(bt: &[f32], pp: usize, mp: usize, hc: &mut [f32]) {
-    use std::arch::x86_64::*;
-    let base = bt.as_ptr();
-    for jt in (0..pp).step_by(TILE) {
-        for kt in (jt..pp).step_by(TILE) {
-            let mut acc = [_mm512_setzero_ps(); TILE * TILE];
-            let mut l = 0;
-            while l < mp {
-                let a = [
-                    _mm512_loadu_ps(base.add(jt * mp + l)),
-                    _mm512_loadu_ps(base.add((jt + 1) * mp + l)),
-                    _mm512_loadu_ps(base.add((jt + 2) * mp + l)),
-                    _mm512_loadu_ps(base.add((jt + 3) * mp + l)),
-                ];
-                let b = [
-                    _mm512_loadu_ps(base.add(kt * mp + l)),
-                    _mm512_loadu_ps(base.add((kt + 1) * mp + l)),
-                    _mm512_loadu_ps(base.add((kt + 2) * mp + l)),
-                    _mm512_loadu_ps(base.add((kt + 3) * mp + l)),
-                ];
-                for u in 0..TILE {
-                    for v in 0..TILE {
-                        acc[u * TILE + v] = _mm512_fmadd_ps(a[u], b[v], acc[u * TILE + v]);
-                    }
-                }
-                l += 16;
-            }
-            let sums = hsum16(&acc);
-            // Row `u` of the tile: 4 values inside `hc` (pp x pp, kt + 4 <= pp).
-            let out = hc.as_mut_ptr();
-            let row = |u: usize| out.add((jt + u) * pp + kt);
-            _mm_storeu_ps(row(0), _mm512_extractf32x4_ps::<0>(sums));
-            _mm_storeu_ps(row(1), _mm512_extractf32x4_ps::<1>(sums));
-            _mm_storeu_ps(row(2), _mm512_extractf32x4_ps::<2>(sums));
-            _mm_storeu_ps(row(3), _mm512_extractf32x4_ps::<3>(sums));
-        }
-    }
-}
-
-/// The sums of 16 vectors, lane `i` holding the sum of `acc[i]`: a tree of
-/// 15 additions of whole vectors (with shuffles pairing their halves, then
-/// quarters, then lanes) instead of 16 separate horizontal sums, which cost
-/// more than the tile's products when blocks are short.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn hsum16(acc: &[std::arch::x86_64::__m512; 16]) -> std::arch::x86_64::__m512 {
-    use std::arch::x86_64::*;
-    // Where each accumulator enters the tree so that lane `i` comes out
-    // holding `acc[i]`'s sum: lane `4q + e` of the result sums input
-    // `[0, 8, 4, 12][q] + [0, 2, 1, 3][e]`.
-    const AT: [usize; 16] = [0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15];
-    let mut a = [_mm512_setzero_ps(); 16];
-    for (i, &at) in AT.iter().enumerate() {
-        a[at] = acc[i];
-    }
-    // Halves: s1[i] holds a[i]'s sum in quarters 0-1, a[i + 8]'s in 2-3.
-    let s1: [__m512; 8] = std::array::from_fn(|i| {
-        let lo = _mm512_shuffle_f32x4::<0x44>(a[i], a[i + 8]);
-        let hi = _mm512_shuffle_f32x4::<0xEE>(a[i], a[i + 8]);
-        _mm512_add_ps(lo, hi)
-    });
-    // Quarters: s2[i] holds, per quarter, a[i], a[i + 8], a[i + 4], a[i + 12].
-    let s2: [__m512; 4] = std::array::from_fn(|i| {
-        let lo = _mm512_shuffle_f32x4::<0x88>(s1[i], s1[i + 4]);
-        let hi = _mm512_shuffle_f32x4::<0xDD>(s1[i], s1[i + 4]);
-        _mm512_add_ps(lo, hi)
-    });
-    // Lane pairs, then lanes, inside each quarter.
-    let s3: [__m512; 2] = std::array::from_fn(|i| {
-        let lo = _mm512_shuffle_ps::<0x44>(s2[i], s2[i + 2]);
-        let hi = _mm512_shuffle_ps::<0xEE>(s2[i], s2[i + 2]);
-        _mm512_add_ps(lo, hi)
-    });
-    let lo = _mm512_shuffle_ps::<0x88>(s3[0], s3[1]);
-    let hi = _mm512_shuffle_ps::<0xDD>(s3[0], s3[1]);
-    _mm512_add_ps(lo, hi)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn syrk_avx2(bt: &[f32], pp: usize, mp: usize, hc: &mut [f32]) {
-    use std::arch::x86_64::*;
-    let base = bt.as_ptr();
-    for jt in (0..pp).step_by(TILE) {
-        for kt in (jt..pp).step_by(TILE) {
-            let mut acc = [_mm256_setzero_ps(); TILE * TILE];
-            let mut l = 0;
-            while l < mp {
-                for u in 0..TILE {
-                    let a = _mm256_loadu_ps(base.add((jt + u) * mp + l));
-                    for v in 0..TILE {
-                        let b = _mm256_loadu_ps(base.add((kt + v) * mp + l));
-                        acc[u * TILE + v] = _mm256_fmadd_ps(a, b, acc[u * TILE + v]);
-                    }
-                }
-                l += 8;
-            }
-            for u in 0..TILE {
-                for v in 0..TILE {
-                    let mut lanes = [0.0f32; 8];
-                    _mm256_storeu_ps(lanes.as_mut_ptr(), acc[u * TILE + v]);
-                    hc[(jt + u) * pp + kt + v] = lanes.iter().sum();
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A feature-major block of `m` rows (`x[i][j]` given row-major), padded.
-    fn block_of(x: &[f32], d: usize, m: usize) -> (Vec<f32>, usize, usize) {
-        let dp = d.div_ceil(TILE) * TILE;
-        let wd = m.div_ceil(LANES) * LANES;
-        let mut b = vec![0.0; dp * wd];
-        for i in 0..m {
-            for j in 0..d {
-                b[j * wd + i] = x[i * d + j];
-            }
-        }
-        (b, dp, wd)
-    }
+    use crate::linear::tiles::tests::block_of;
 
     fn unit(w: &[f64], c: f64, hessian: bool) -> UnitRef<'_> {
         UnitRef { w, c, hessian }
@@ -961,28 +695,6 @@ mod tests {
                 index: 0,
                 dense: self.d,
                 slots: &[],
-            }
-        }
-    }
-
-    #[test]
-    fn hessian_tiles_match_naive_product() {
-        let (d, m) = (6, 37);
-        let x: Vec<f32> = (0..m * d)
-            .map(|i| ((i * 31) % 17) as f32 / 8.0 - 1.0)
-            .collect();
-        let (b, dp, wd) = block_of(&x, d, m);
-        let mut hc = vec![0.0; dp * dp];
-        syrk_upper(&b, wd, dp, &mut hc);
-        let mut hs = vec![0.0; dp * dp];
-        syrk_scalar(&b, dp, wd, &mut hs);
-        for j in 0..d {
-            for k in j..d {
-                let want: f64 = (0..m)
-                    .map(|i| x[i * d + j] as f64 * x[i * d + k] as f64)
-                    .sum();
-                assert!((hc[j * dp + k] as f64 - want).abs() < 1e-4, "{j},{k}");
-                assert!((hs[j * dp + k] as f64 - want).abs() < 1e-4, "{j},{k}");
             }
         }
     }

@@ -19,7 +19,9 @@ pub mod kernel;
 pub mod model;
 pub mod newton;
 pub mod params;
+mod slots;
 pub mod solver;
+mod tiles;
 
 pub use family::{configs, Linear};
 pub use model::{LinearModel, OneHotCoef};

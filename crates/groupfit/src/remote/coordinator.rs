@@ -3,7 +3,7 @@
 //! assembles the fitted models; [`run_local`] runs the whole protocol in one
 //! process.
 
-use crate::data::layout::std_or_one;
+use crate::data::stats::std_or_one;
 use crate::error::Result;
 use crate::linear::solver;
 use crate::linear::LinearModel;
