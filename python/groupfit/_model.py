@@ -39,7 +39,10 @@ class GroupedModel:
         ``config`` (chosen; null when the group uses the global model),
         ``valid_logloss``/``valid_auc`` (binary) or ``valid_rmse`` (regression) of the
         model serving the group, ``route`` (``own``/``global``, or ``none``: no model,
-        trained with ``global_model=False``) and ``fallback``."""
+        trained with ``global_model=False``) and ``fallback``. With ``hierarchy`` or
+        ``shrinkage``, each level's groups follow (finer key columns null), with
+        ``level`` (its key columns), ``weight`` (its own model's weight in the blend
+        of its rows' predictions) and ``parent`` (``global`` at the top level)."""
         return pa.Table.from_batches([self._bundle.scores()])
 
     @property
@@ -123,6 +126,7 @@ def fit(
     runner: Any = None,
     global_model: bool = True,
     hierarchy: bool = False,
+    shrinkage: Optional[str] = None,
 ) -> GroupedModel:
     """Trains one model per group (and per config of the grid ``params``) and
     returns a :class:`GroupedModel`.
@@ -138,6 +142,11 @@ def fit(
     ``hierarchy=True`` (two or more ``by`` columns) is the CLI's
     ``--hierarchy``: a model set at every prefix level of ``by`` too, and a
     group without a model of its own uses its nearest level's.
+    ``shrinkage`` is the CLI's ``--shrinkage``: ``"none"``, ``"auto"``,
+    ``"equal"``, ``"relative"``, ``"constant:ALPHA"`` or ``"min_n_obs:N"``.
+    A row's prediction then blends the models on its group's path (the
+    global model, each level's, its own). The default is ``"auto"`` with
+    ``hierarchy=True`` and ``"none"`` without (see ``docs/hierarchy.md``).
     Text, pandas ``category`` and Arrow dictionary columns are categorical
     features; ``categorical`` also makes integer columns categorical (see
     ``docs/families.md``).
@@ -167,6 +176,7 @@ def fit(
         strategy=strategy,
         global_model=bool(global_model),
         hierarchy=bool(hierarchy),
+        shrinkage=None if shrinkage is None else str(shrinkage),
     )
     r = resolve_runner(runner)
     bundle = r.fit(job)

@@ -41,6 +41,7 @@ def train(
     strategy: str = "auto",
     global_model: bool = True,
     hierarchy: bool = False,
+    shrinkage: Optional[str] = None,
     remote: Optional[Callable[[list[tuple[str, pa.RecordBatch]]], dict]] = None,
     remote_workers: int = 2,
 ) -> Bundle: ...

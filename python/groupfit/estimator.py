@@ -29,8 +29,11 @@ class GroupedEstimator(_Base):
     ``X``: pandas/polars DataFrame or pyarrow Table; ``y``: array-like. Text
     and ``category`` columns of ``X`` are categorical features.
     ``predict`` returns values (regression) or class labels 0/1 (binary, with
-    ``predict_proba`` for probabilities). Other parameters mean what they mean
-    in :func:`groupfit.fit`.
+    ``predict_proba`` for probabilities). With ``hierarchy=True`` and
+    ``shrinkage`` it stands in for scikit-lego's ``HierarchicalPredictor``:
+    ``by=["region", "store"]`` as its ``groups``, and its ``shrinkage="equal"``
+    here ``"equal"`` (``"constant:0.5"`` for its ``constant`` with ``alpha``).
+    Other parameters mean what they mean in :func:`groupfit.fit`.
     """
 
     def __init__(
@@ -47,6 +50,8 @@ class GroupedEstimator(_Base):
         seed: int = 0,
         strategy: str = "auto",
         runner: Any = None,
+        hierarchy: bool = False,
+        shrinkage: Optional[str] = None,
     ):
         self.model = model
         self.by = by
@@ -60,6 +65,8 @@ class GroupedEstimator(_Base):
         self.seed = seed
         self.strategy = strategy
         self.runner = runner
+        self.hierarchy = hierarchy
+        self.shrinkage = shrinkage
 
     if _Base is object:  # pragma: no cover - minimal protocol without sklearn
 
@@ -99,6 +106,8 @@ class GroupedEstimator(_Base):
             seed=self.seed,
             strategy=self.strategy,
             runner=self.runner,
+            hierarchy=self.hierarchy,
+            shrinkage=self.shrinkage,
         )
         self.task_ = self.model_.task
         # scikit-learn's meaning: the columns of X seen in fit (keys included).
@@ -143,7 +152,7 @@ class GroupedEstimator(_Base):
 
 _PARAMS = (
     "model", "by", "params", "valid", "features", "categorical", "task", "min_rows",
-    "threads", "seed", "strategy", "runner",
+    "threads", "seed", "strategy", "runner", "hierarchy", "shrinkage",
 )
 
 

@@ -273,6 +273,21 @@ def test_param_given_twice(gf, data, outdir):
                 must_contain=["'C'", "twice"])
 
 
+@pytest.mark.parametrize("mode,must", [
+    ("median", ["--shrinkage 'median'", "the modes are"]),
+    ("constant:0", ["--shrinkage 'constant:0'", "(0, 1]"]),
+    ("min_n_obs:-3", ["--shrinkage 'min_n_obs:-3'", "at least 1"]),
+    ("equal:2", ["--shrinkage 'equal:2'", "takes no value"]),
+])
+def test_bad_shrinkage(gf, data, outdir, mode, must):
+    train_fails(gf, outdir, "--data", data, "--by", "g", "--target", "y", "--shrinkage", mode, must_contain=must)
+
+
+def test_shrinkage_without_a_global_model(gf, data, outdir):
+    train_fails(gf, outdir, "--data", data, "--by", "g", "--target", "y", "--shrinkage", "auto", "--no-global",
+                must_contain=["--shrinkage", "--no-global"])
+
+
 def test_bad_strategy(gf, data, outdir):
     train_fails(gf, outdir, "--data", data, "--by", "g", "--target", "y", "--strategy", "bogus",
                 must_contain=["'bogus'", "strategy"])

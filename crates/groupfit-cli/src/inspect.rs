@@ -8,7 +8,7 @@ use anyhow::Result;
 use groupfit::data::categorical::{Dictionary, NULL_CODE};
 use groupfit::data::keys::display_key;
 use groupfit::linear::model::OneHotCoef;
-use groupfit::store::{FittedModel, GlobalEntry, GroupEntry, ModelBundle, Route};
+use groupfit::store::{FittedModel, GlobalEntry, GroupEntry, GroupPool, ModelBundle, Route};
 
 use crate::emit;
 use crate::format::{metric_name, primary};
@@ -62,7 +62,30 @@ fn top_importance(imp: &[(String, f64)], k: usize) -> String {
 
 /// The whole bundle description.
 fn bundle_json(b: &ModelBundle) -> serde_json::Value {
-    let groups: Vec<serde_json::Value> = b.groups.iter().map(|g| group_json(b, g)).collect();
+    let pools = b.pool_info();
+    let entries = |d: usize| -> Vec<serde_json::Value> {
+        b.entries(d)
+            .iter()
+            .zip(&pools[d - 1])
+            .map(|(g, p)| {
+                let mut v = group_json(b, g);
+                if pooled(b) {
+                    v["level"] = p.level.clone().into();
+                    v["parent"] = p
+                        .parent
+                        .as_deref()
+                        .map_or("global".into(), display_key)
+                        .into();
+                    v["weight"] = p.weight.into();
+                }
+                v
+            })
+            .collect()
+    };
+    let groups = entries(b.depth());
+    let levels: Vec<serde_json::Value> = (1..b.depth())
+        .map(|d| serde_json::json!({"key_columns": b.levels[d - 1].key_columns, "groups": entries(d)}))
+        .collect();
     let global = b.global.as_ref().map(|gl| global_json(b, gl));
     serde_json::json!({
         "format_version": b.format_version,
@@ -77,8 +100,15 @@ fn bundle_json(b: &ModelBundle) -> serde_json::Value {
         "impute": b.impute,
         "global": global,
         "groups": groups,
+        "levels": levels,
+        "pooling": b.pooling.as_ref().map(|p| serde_json::json!({"mode": p.mode.name(), "k": p.k})),
         "summary": b.summary,
     })
+}
+
+/// Whether the bundle has a path of models above its groups to show: levels or pooling.
+fn pooled(b: &ModelBundle) -> bool {
+    !b.levels.is_empty() || b.pooling.is_some()
 }
 
 /// The dictionary of feature `j` (a categorical feature's).
@@ -232,6 +262,23 @@ fn write_header(o: &mut Vec<u8>, b: &ModelBundle, model: &Path) -> Result<()> {
         )?,
         None => writeln!(o, "global       none (trained with --no-global)")?,
     }
+    for (d, l) in b.levels.iter().enumerate() {
+        let own = l.groups.iter().filter(|g| g.route == Route::Own).count();
+        writeln!(
+            o,
+            "level {}      {} ({} groups, {} own model)",
+            d + 1,
+            l.key_columns.join("/"),
+            l.groups.len(),
+            own
+        )?;
+    }
+    if let Some(p) = &b.pooling {
+        let ks: Vec<String> = (1..=b.depth())
+            .map(|d| format!("{} {}", b.key_columns[..d].join("/"), p.k[d - 1]))
+            .collect();
+        writeln!(o, "pooling      {}, k: {}", p.mode.name(), ks.join(", "))?;
+    }
     Ok(())
 }
 
@@ -246,15 +293,21 @@ fn write_groups(o: &mut Vec<u8>, b: &ModelBundle, top: usize) -> Result<()> {
     };
     writeln!(o)?;
     let trees = b.family == "gbdt";
+    let pools = pooled(b).then(|| b.pool_info().pop().unwrap_or_default());
     writeln!(
         o,
-        "{:<24} {:>9} {:>9}  {:<7} {:<18} {:>10}{}",
+        "{:<24} {:>9} {:>9}  {:<7} {:<18} {:>10}{}{}",
         "group",
         "n_train",
         "n_valid",
         "route",
         "config",
         metric_name(b.task),
+        if pools.is_some() {
+            format!(" {:>7}  {:<16}", "weight", "parent")
+        } else {
+            String::new()
+        },
         if trees {
             "  top features (share of gain)"
         } else {
@@ -262,7 +315,8 @@ fn write_groups(o: &mut Vec<u8>, b: &ModelBundle, top: usize) -> Result<()> {
         }
     )?;
     for &i in &order[..shown] {
-        write_group(o, b, &b.groups[i], trees)?;
+        let pool = pools.as_ref().map(|p| &p[i]);
+        write_group(o, b, &b.groups[i], pool, trees)?;
     }
     if shown < order.len() {
         writeln!(
@@ -275,7 +329,20 @@ fn write_groups(o: &mut Vec<u8>, b: &ModelBundle, top: usize) -> Result<()> {
 }
 
 /// One group's line of the table (with its top features when `trees`).
-fn write_group(o: &mut Vec<u8>, b: &ModelBundle, g: &GroupEntry, trees: bool) -> Result<()> {
+fn write_group(
+    o: &mut Vec<u8>,
+    b: &ModelBundle,
+    g: &GroupEntry,
+    pool: Option<&GroupPool>,
+    trees: bool,
+) -> Result<()> {
+    let pool = pool.map_or_else(String::new, |p| {
+        format!(
+            " {:>7}  {:<16}",
+            p.weight.map_or("-".into(), |w| format!("{w:.3}")),
+            p.parent.as_deref().map_or("global".into(), display_key)
+        )
+    });
     let imp = if trees {
         let m = g.model.as_ref().or(b.global.as_ref().map(|gl| &gl.model));
         format!(
@@ -287,7 +354,7 @@ fn write_group(o: &mut Vec<u8>, b: &ModelBundle, g: &GroupEntry, trees: bool) ->
     };
     writeln!(
         o,
-        "{:<24} {:>9} {:>9}  {:<7} {:<18} {:>10}{imp}",
+        "{:<24} {:>9} {:>9}  {:<7} {:<18} {:>10}{pool}{imp}",
         display_key(&g.key),
         g.n_train,
         g.n_valid,

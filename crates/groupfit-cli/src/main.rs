@@ -16,6 +16,7 @@ use clap::{Args, Parser, Subcommand};
 use groupfit::data::Task;
 use groupfit::job::{self, TrainSpec};
 use groupfit::plan::Strategy;
+use groupfit::tune::shrinkage::Shrinkage;
 
 use format::fmt_int;
 use progress::Progress;
@@ -105,6 +106,13 @@ struct JobArgs {
     /// of its own, or unseen in training, uses its nearest ancestor's.
     #[arg(long)]
     hierarchy: bool,
+    /// How a row's prediction blends the models on its group's path: none,
+    /// auto (n / (n + k), k chosen per level on validation rows), equal,
+    /// relative, constant:ALPHA or min_n_obs:N. Without --hierarchy the
+    /// path is the global model and the group's [default: auto with
+    /// --hierarchy, none without]
+    #[arg(long, value_name = "MODE")]
+    shrinkage: Option<String>,
 }
 
 #[derive(Args)]
@@ -142,7 +150,8 @@ struct PredictArgs {
     /// Output: the key columns plus `prediction`, input row order; CSV if it ends in .csv or .csv.gz, else Parquet.
     #[arg(long)]
     out: PathBuf,
-    /// Also write a `route` column: own, fallback (group too small / one class) or unseen.
+    /// Also write a `route` column: own, fallback (group too small / one class), unseen,
+    /// or level:KEYS (a level of the hierarchy served the row).
     #[arg(long)]
     with_route: bool,
     /// Print a JSON report on stdout.
@@ -216,6 +225,7 @@ impl JobArgs {
             strategy: Strategy::parse(&a.strategy)?,
             global_model: !a.no_global,
             hierarchy: a.hierarchy,
+            shrinkage: a.shrinkage.as_deref().map(Shrinkage::parse).transpose()?,
             ..TrainSpec::new(a.data, a.by, a.target)
         })
     }

@@ -23,6 +23,7 @@ pub fn print_train_summary(b: &ModelBundle, s: &Summary, out: &Path, csv: bool) 
         Some(chosen_line(s)),
         fallback_line(b, s),
         levels_line(s),
+        pooling_line(s),
         slowest_line(b),
         Some(routed_line(s)),
         (s.not_converged > 0).then(|| {
@@ -59,6 +60,32 @@ fn levels_line(s: &Summary) -> Option<String> {
         "levels above the groups: {}; a group without a model uses its nearest level's",
         parts.join("; ")
     ))
+}
+
+/// With `--shrinkage` or `--hierarchy`: the mode, each level's `k`
+/// (`auto`) and the validation metric against no pooling.
+fn pooling_line(s: &Summary) -> Option<String> {
+    let p = s.pooling.as_ref()?;
+    let ks = if p.mode == "auto" {
+        let parts: Vec<String> = p
+            .levels
+            .iter()
+            .map(|l| format!("{} {}", l.key, l.k))
+            .collect();
+        format!(" (k: {})", parts.join(", "))
+    } else {
+        String::new()
+    };
+    let effect = match (p.loss, p.loss_none) {
+        (Some(pooled), Some(none)) => format!(
+            ": validation {} {pooled:.4}, {none:.4} without pooling ({:+.1}%) over {} rows",
+            p.metric,
+            100.0 * (pooled - none) / none,
+            fmt_int(p.rows)
+        ),
+        _ => ": no validation rows to score it".to_string(),
+    };
+    Some(format!("shrinkage {}{ks}{effect}", p.mode))
 }
 
 /// Groups, configs, models, timings, strategy, passes, threads.

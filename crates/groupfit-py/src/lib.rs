@@ -16,12 +16,14 @@ use arrow_array::{
 };
 use arrow_pyarrow::{PyArrowType, ToPyArrow};
 use arrow_schema::{ArrowError, DataType, Field, Schema};
+use groupfit::data::keys::display_key;
 use groupfit::data::Task;
 use groupfit::error::GroupfitError as EngineError;
 use groupfit::job::{self, TrainSpec};
 use groupfit::plan::Strategy;
 use groupfit::registry::{family, AnyFamily};
-use groupfit::store::ModelBundle;
+use groupfit::store::{GroupEntry, GroupPool, ModelBundle};
+use groupfit::tune::shrinkage::Shrinkage;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -182,7 +184,7 @@ const VALID_TABLE: &str = "<valid table>";
 #[pyo3(signature = (data, by, target, *, valid=None, valid_fraction=0.2, features=None,
     categorical=None, max_categories=groupfit::data::categorical::DEFAULT_MAX_CATEGORIES,
     task=None, model="linear".to_string(), params=Vec::new(), min_rows=10, threads=0, seed=0,
-    strategy="auto".to_string(), global_model=true, hierarchy=false, remote=None, remote_workers=2))]
+    strategy="auto".to_string(), global_model=true, hierarchy=false, shrinkage=None, remote=None, remote_workers=2))]
 #[allow(clippy::too_many_arguments)]
 fn train(
     py: Python<'_>,
@@ -203,6 +205,7 @@ fn train(
     strategy: String,
     global_model: bool,
     hierarchy: bool,
+    shrinkage: Option<String>,
     remote: Option<Py<PyAny>>,
     remote_workers: usize,
 ) -> PyResult<Bundle> {
@@ -213,6 +216,11 @@ fn train(
         .transpose()
         .map_err(to_py)?;
     let strategy = parse_strategy(&strategy)?;
+    let shrinkage = shrinkage
+        .as_deref()
+        .map(Shrinkage::parse)
+        .transpose()
+        .map_err(to_py)?;
     let train = Source::from_input(data)?;
     let valid = valid.map(Source::from_input).transpose()?;
     let remote = match remote {
@@ -252,6 +260,7 @@ fn train(
             strategy,
             global_model,
             hierarchy,
+            shrinkage,
             ..TrainSpec::new(label(&train, TABLE), by, target)
         };
         match (&train, &valid) {
@@ -405,28 +414,44 @@ impl Bundle {
     }
 }
 
+/// One row per group: the finest groups, then (with `--hierarchy`) each
+/// level's, coarsest first, their finer key columns null. A bundle with
+/// levels or pooling adds `level`, `weight` (the own model's in the blend)
+/// and `parent`.
 fn scores_batch(b: &ModelBundle) -> Result<RecordBatch, ArrowError> {
+    let pooled = !b.levels.is_empty() || b.pooling.is_some();
+    let pools = b.pool_info();
+    let depths: Vec<usize> = std::iter::once(b.depth()).chain(1..b.depth()).collect();
+    let rows: Vec<(&GroupEntry, &GroupPool)> = depths
+        .iter()
+        .flat_map(|&d| b.entries(d).iter().zip(&pools[d - 1]))
+        .collect();
     let mut fields = Vec::new();
     let mut cols: Vec<ArrayRef> = Vec::new();
     for (j, name) in b.key_columns.iter().enumerate() {
         fields.push(Field::new(name, DataType::Utf8, true));
         cols.push(Arc::new(StringArray::from_iter(
-            b.groups.iter().map(|g| g.key[j].clone()),
+            rows.iter().map(|(g, _)| g.key.get(j).cloned().flatten()),
+        )));
+    }
+    if pooled {
+        fields.push(Field::new("level", DataType::Utf8, false));
+        cols.push(Arc::new(StringArray::from_iter_values(
+            rows.iter().map(|(_, p)| p.level.clone()),
         )));
     }
     fields.push(Field::new("rows", DataType::UInt64, false));
     cols.push(Arc::new(UInt64Array::from_iter_values(
-        b.groups.iter().map(|g| g.n_train as u64),
+        rows.iter().map(|(g, _)| g.n_train as u64),
     )));
     fields.push(Field::new("valid_rows", DataType::UInt64, false));
     cols.push(Arc::new(UInt64Array::from_iter_values(
-        b.groups.iter().map(|g| g.n_valid as u64),
+        rows.iter().map(|(g, _)| g.n_valid as u64),
     )));
     fields.push(Field::new("config", DataType::Utf8, true));
     cols.push(Arc::new(StringArray::from_iter(
-        b.groups
-            .iter()
-            .map(|g| g.config.map(|k| b.configs[k].name.clone())),
+        rows.iter()
+            .map(|(g, _)| g.config.map(|k| b.configs[k].name.clone())),
     )));
     let metrics: &[(&str, fn(&groupfit::store::Scores) -> Option<f64>)] = match b.task {
         Task::Binary => &[("valid_logloss", |s| s.logloss), ("valid_auc", |s| s.auc)],
@@ -435,17 +460,27 @@ fn scores_batch(b: &ModelBundle) -> Result<RecordBatch, ArrowError> {
     for (name, get) in metrics {
         fields.push(Field::new(*name, DataType::Float64, true));
         cols.push(Arc::new(Float64Array::from_iter(
-            b.groups.iter().map(|g| get(&g.valid)),
+            rows.iter().map(|(g, _)| get(&g.valid)),
         )));
     }
     fields.push(Field::new("route", DataType::Utf8, false));
     cols.push(Arc::new(StringArray::from_iter_values(
-        b.groups.iter().map(|g| g.route.name()),
+        rows.iter().map(|(g, _)| g.route.name()),
     )));
     fields.push(Field::new("fallback", DataType::Utf8, true));
     cols.push(Arc::new(StringArray::from_iter(
-        b.groups.iter().map(|g| g.fallback.clone()),
+        rows.iter().map(|(g, _)| g.fallback.clone()),
     )));
+    if pooled {
+        fields.push(Field::new("weight", DataType::Float64, true));
+        cols.push(Arc::new(Float64Array::from_iter(
+            rows.iter().map(|(_, p)| p.weight),
+        )));
+        fields.push(Field::new("parent", DataType::Utf8, false));
+        cols.push(Arc::new(StringArray::from_iter_values(rows.iter().map(
+            |(_, p)| p.parent.as_deref().map_or("global".into(), display_key),
+        ))));
+    }
     RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
 }
 

@@ -8,6 +8,7 @@ use crate::data::Task;
 use crate::error::{GroupfitError, Result};
 use crate::plan::Strategy;
 use crate::registry::{AllWords, AnyFamily};
+use crate::tune::shrinkage::Shrinkage;
 use crate::tune::{ConfigEntry, Grid};
 use crate::util::par::MAX_THREADS;
 
@@ -56,6 +57,9 @@ pub struct TrainSpec {
     /// ...) besides the finest groups, trained in the same passes; a group
     /// without a model of its own uses its nearest ancestor's.
     pub hierarchy: bool,
+    /// `--shrinkage`: how a row's prediction blends the models on its
+    /// group's path. `None`: `auto` with `hierarchy`, `none` without.
+    pub shrinkage: Option<Shrinkage>,
 }
 
 impl TrainSpec {
@@ -79,6 +83,7 @@ impl TrainSpec {
             strategy: Strategy::Auto,
             global_model: true,
             hierarchy: false,
+            shrinkage: None,
         }
     }
 }
@@ -107,6 +112,12 @@ pub(super) fn check_arguments(
             "--hierarchy needs two or more key columns (--by a,b), got {}",
             spec.by.len()
         )));
+    }
+    if !spec.hierarchy && !spec.global_model && spec.shrinkage.is_some_and(|s| s != Shrinkage::None)
+    {
+        return Err(GroupfitError::arg(
+            "--shrinkage without --hierarchy blends each group with the global model; it cannot go with --no-global",
+        ));
     }
     if spec.valid.is_none() && !(0.0..1.0).contains(&spec.valid_fraction) {
         return Err(GroupfitError::arg(format!(

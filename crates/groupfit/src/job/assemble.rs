@@ -16,12 +16,12 @@ use crate::store::{GlobalEntry, GroupEntry, ModelBundle, Route, FORMAT_VERSION};
 /// global model) is moved out of `fitted`, not copied (20,000 networks are
 /// hundreds of megabytes).
 pub(super) fn assemble(
-    prepared: Prepared,
+    prepared: &Prepared,
     mut fitted: Fitted,
     selection: Selection,
 ) -> TrainOutput {
-    let (groups, tally) = group_entries(&prepared, &mut fitted.units, &selection);
-    let summary = summarise(&prepared, &fitted, tally);
+    let (groups, tally) = group_entries(prepared, &mut fitted.units, &selection);
+    let summary = summarise(prepared, &fitted, tally);
     let n_groups = prepared.n_groups();
     let spec = prepared.spec;
     let bundle = ModelBundle {
@@ -30,15 +30,15 @@ pub(super) fn assemble(
         family: prepared.family.name().to_string(),
         task: prepared.split.task,
         key_columns: spec.by.clone(),
-        features: prepared.feature_names,
+        features: prepared.feature_names.clone(),
         categorical: prepared
             .features
-            .into_iter()
-            .filter_map(|f| f.dictionary)
+            .iter()
+            .filter_map(|f| f.dictionary.clone())
             .collect(),
         target: spec.target.clone(),
         impute: fitted.impute,
-        configs: prepared.grid,
+        configs: prepared.grid.clone(),
         global: selection.global_config.map(|k| GlobalEntry {
             config: k,
             model: fitted.units[n_groups].swap_remove(k).model,
@@ -46,6 +46,7 @@ pub(super) fn assemble(
         }),
         groups,
         levels: Vec::new(),
+        pooling: None,
         summary: serde_json::to_value(&summary).expect("summary serialises"),
     };
     TrainOutput { bundle, summary }

@@ -35,6 +35,7 @@ mod explain;
 mod fit;
 mod input;
 mod levels;
+mod pooling;
 mod predict;
 mod prepare;
 mod select;
@@ -47,6 +48,7 @@ pub use columns::ColumnAccount;
 use event::trace_stamp;
 pub use event::Event;
 pub use explain::{explain, Calibration, CutGroup, ExplainOutput, StrategyExplain};
+pub use pooling::{PoolLevel, PoolingSummary};
 pub use predict::{predict_batch, predict_file, predict_table, write_parquet, PredictReport};
 pub use split::Fallbacks;
 pub use summary::{LevelSummary, Routes, Summary, TrainOutput};
@@ -123,6 +125,9 @@ fn train_from(
 
 /// Fits a prepared job, selects each group's config and assembles the bundle.
 fn train_prepared(mut prepared: Prepared, on: &mut dyn FnMut(Event)) -> Result<TrainOutput> {
+    if let Some(mode) = pooling::mode(&prepared) {
+        mode.check_rows(prepared.split.train_rows.len() as u64)?;
+    }
     let mut fitted = fit::fit(&prepared, on)?;
     on(Event::Stage("scoring"));
     let mut levels = Vec::new();
@@ -157,7 +162,7 @@ fn train_prepared(mut prepared: Prepared, on: &mut dyn FnMut(Event)) -> Result<T
     }
     let selection = select::select(&prepared, &fitted)?;
     trace_stamp(prepared.started, "selection");
-    let mut out = assemble::assemble(prepared, fitted, selection);
+    let mut out = assemble::assemble(&prepared, fitted, selection);
     if !levels.is_empty() {
         out.summary.models += level_models;
         out.summary.levels = levels
@@ -168,8 +173,12 @@ fn train_prepared(mut prepared: Prepared, on: &mut dyn FnMut(Event)) -> Result<T
                 own_models: l.groups.iter().filter(|g| g.model.is_some()).count(),
             })
             .collect();
-        out.bundle.summary = serde_json::to_value(&out.summary).expect("summary serialises");
         out.bundle.levels = levels;
     }
+    out.summary.pooling = pooling::pool(&prepared, &mut out.bundle);
+    trace_stamp(prepared.started, "pooling");
+    out.summary.train_s = prepared.prepared_at.elapsed().as_secs_f64();
+    out.summary.wall_s = prepared.started.elapsed().as_secs_f64();
+    out.bundle.summary = serde_json::to_value(&out.summary).expect("summary serialises");
     Ok(out)
 }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::fit::Fitted;
+use super::pooling::PoolingSummary;
 use super::prepare::Prepared;
 use super::select::primary;
 use super::split::Fallbacks;
@@ -108,6 +109,10 @@ pub struct Summary {
     /// With `--hierarchy`: the levels above the groups', coarsest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub levels: Vec<LevelSummary>,
+    /// With `--shrinkage` (or `--hierarchy`): the blend of the models on a
+    /// group's path, and what it saved on the validation rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pooling: Option<PoolingSummary>,
 }
 
 /// One level of a hierarchy in the summary.
@@ -211,5 +216,6 @@ pub(super) fn summarise(prepared: &Prepared, fitted: &Fitted, tally: Tally) -> S
         not_converged: fitted.not_converged,
         threads: prepared.threads,
         levels: Vec::new(),
+        pooling: None,
     }
 }

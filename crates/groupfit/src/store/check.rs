@@ -62,6 +62,18 @@ impl ModelBundle {
                 ));
             }
         }
+        if let Some(p) = &self.pooling {
+            if p.k.len() != self.levels.len() + 1 {
+                return Err(format!(
+                    "pooling: {} k values for {} levels below the root",
+                    p.k.len(),
+                    self.levels.len() + 1
+                ));
+            }
+            if let Some(k) = p.k.iter().find(|k| !(k.is_finite() && **k >= 0.0)) {
+                return Err(format!("pooling: k {k} is not a finite number >= 0"));
+            }
+        }
         let levels = self.levels.iter().map(|l| (l.key_columns.len(), &l.groups));
         for (n_keys, groups) in levels.chain([(self.key_columns.len(), &self.groups)]) {
             for g in groups {
@@ -144,6 +156,7 @@ mod tests {
                 iterations: 1,
             }],
             levels: Vec::new(),
+            pooling: None,
             summary: serde_json::json!({}),
         }
     }
@@ -151,7 +164,21 @@ mod tests {
     #[test]
     fn indices_and_lengths_out_of_range_name_the_group() {
         assert_eq!(bundle().check(), Ok(()));
-        let broken: [(&dyn Fn(&mut ModelBundle), &str); 6] = [
+        let pooling = |k: Vec<f64>| {
+            Some(crate::store::Pooling {
+                mode: crate::tune::shrinkage::Shrinkage::Auto,
+                k,
+            })
+        };
+        let broken: [(&dyn Fn(&mut ModelBundle), &str); 8] = [
+            (
+                &|b| b.pooling = pooling(vec![1.0, 2.0]),
+                "pooling: 2 k values for 1 levels below the root",
+            ),
+            (
+                &|b| b.pooling = pooling(vec![-1.0]),
+                "pooling: k -1 is not a finite number >= 0",
+            ),
             (&|b| b.key_columns.clear(), "no key columns"),
             (&|b| b.impute.push(1.0), "2 impute values for 1 features"),
             (

@@ -302,6 +302,11 @@ impl ModelBundle {
             out.write_all(&json).map_err(serde_json::Error::io)?;
             section(at, &bin).map_err(serde_json::Error::io)?;
         }
+        if let Some(pooling) = &self.pooling {
+            out.write_all(b",\"pooling\":")
+                .map_err(serde_json::Error::io)?;
+            serde_json::to_writer(&mut *out, pooling)?;
+        }
         out.write_all(b",\"summary\":")
             .map_err(serde_json::Error::io)?;
         serde_json::to_writer(&mut *out, &self.summary)?;
@@ -439,6 +444,7 @@ mod tests {
             }),
             groups: vec![],
             levels: Vec::new(),
+            pooling: None,
             summary: serde_json::json!({}),
         }
     }

@@ -6,6 +6,7 @@
 
 mod check;
 mod file;
+mod pool;
 mod predict;
 
 use std::ops::Range;
@@ -18,12 +19,13 @@ use crate::data::Task;
 use crate::gbdt::GbdtModel;
 use crate::linear::LinearModel;
 use crate::mlp::MlpModel;
+use crate::tune::shrinkage::Shrinkage;
 use crate::tune::ConfigEntry;
 
 use crate::codec as floats;
 
 /// The newest format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 7;
+pub const FORMAT_VERSION: u32 = 8;
 
 /// A fitted model of any family.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -226,6 +228,10 @@ pub struct ModelBundle {
     /// each a model set of its own over the first key columns.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub levels: Vec<LevelGroups>,
+    /// With `--shrinkage` (format 8): how a row's prediction blends the
+    /// models on its group's path. `None`: the deepest model alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pooling: Option<Pooling>,
     /// The training summary (`groupfit train --json`).
     pub summary: serde_json::Value,
 }
@@ -252,6 +258,31 @@ pub struct LevelGroups {
     pub key_columns: Vec<String>,
     /// Its groups, as the bundle's own.
     pub groups: Vec<GroupEntry>,
+}
+
+/// How predictions blend the models on a group's path: the global model
+/// (the root), each level's group, the group's own
+/// ([`crate::tune::shrinkage`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pooling {
+    /// The mode (`--shrinkage`).
+    pub mode: Shrinkage,
+    /// Per level below the root (each of `levels`, then the groups'): the
+    /// `k` of `auto` in `w = n / (n + k)`; 0 for the other modes.
+    pub k: Vec<f64>,
+}
+
+/// One group's place on the paths: its level, its parent and the weight of
+/// its own model in the blend of its rows' predictions
+/// ([`ModelBundle::pool_info`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupPool {
+    /// Its key columns joined by `/` (`origin`, `origin/dest`).
+    pub level: String,
+    /// Its parent's key (`None`: the global model is its parent).
+    pub parent: Option<GroupKey>,
+    /// Its own model's weight (`None`: no model of its own).
+    pub weight: Option<f64>,
 }
 
 /// Which model served one row.

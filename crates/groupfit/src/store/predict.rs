@@ -1,12 +1,14 @@
-//! Prediction with a bundle: routing each row of a table to its group's own
-//! model or the global model, and predicting each model's rows together.
+//! Prediction with a bundle: routing each row of a table to the deepest
+//! model on its group's path (its own, a level's or the global model), and
+//! predicting each model's rows together.
 
 use std::path::Path;
 
 use arrow_array::ArrayRef;
 
 use crate::data::categorical::Encoding;
-use crate::data::keys::{display_key, GroupEncoder};
+use crate::data::keys::display_key;
+use crate::data::{Column, Task};
 use crate::error::{GroupfitError, Result};
 
 use super::{FittedModel, GroupEntry, ModelBundle, Predictions, Route, RowRoute};
@@ -34,8 +36,10 @@ impl ModelBundle {
     }
 
     /// Predicts every row of a table given its key columns and feature columns
-    /// (in the bundle's order), on up to `threads` threads: the rows of each
-    /// model are gathered and predicted together
+    /// (in the bundle's order), on up to `threads` threads. A row goes to
+    /// the deepest model on its group's path (its own, a level's, the
+    /// global one); with [`super::Pooling`] it blends every model on the
+    /// path. The rows of each model are predicted together
     /// ([`super::FittedModel::predict_columns`]). `path` names the input in errors.
     pub fn predict(
         &self,
@@ -45,78 +49,38 @@ impl ModelBundle {
         threads: usize,
     ) -> Result<Predictions> {
         let n = keys.first().map_or(0, |k| k.len());
-        let encoder = GroupEncoder::from_keys(
-            &self
-                .groups
-                .iter()
-                .map(|g| g.key.clone())
-                .collect::<Vec<_>>(),
-        );
-        let gid = encoder.lookup(keys)?;
         let mut cols = Vec::with_capacity(features.len());
         for (name, arr) in self.features.iter().zip(features) {
             cols.push(self.encoding(name).read(arr, name, path)?);
         }
-        // The model of each row: its group's own (slot `g`) or the global
-        // model (slot `n_groups`).
-        // Slots: the groups', then each level's groups', then the global model.
-        fn own_model(e: &GroupEntry) -> Option<&FittedModel> {
-            match e {
-                GroupEntry {
-                    route: Route::Own,
-                    model: Some(m),
-                    ..
-                } => Some(m),
-                _ => None,
-            }
-        }
-        let mut slot_models: Vec<Option<&FittedModel>> =
-            self.groups.iter().map(own_model).collect();
-        let mut routes = Vec::with_capacity(n);
-        let mut slot = Vec::with_capacity(n);
-        for g in &gid {
-            let (route, s) = match g.map(|g| (g as usize, &self.groups[g as usize])) {
-                Some((g, e)) if own_model(e).is_some() => (RowRoute::Own, g),
-                Some(_) => (RowRoute::Fallback, usize::MAX),
-                None => (RowRoute::Unseen, usize::MAX),
-            };
-            routes.push(route);
-            slot.push(s);
-        }
-        // Rows without a model of their own group's: the nearest level
-        // above with one, the finest first.
-        for (li, level) in self.levels.iter().enumerate().rev() {
-            let base = slot_models.len();
-            slot_models.extend(level.groups.iter().map(own_model));
-            if !slot.contains(&usize::MAX) {
-                continue;
-            }
-            let keys_of_level: Vec<_> = level.groups.iter().map(|g| g.key.clone()).collect();
-            let found =
-                GroupEncoder::from_keys(&keys_of_level).lookup(&keys[..level.key_columns.len()])?;
-            for (i, f) in found.iter().enumerate() {
-                if slot[i] != usize::MAX {
-                    continue;
-                }
-                if let Some(g) = f.filter(|&g| slot_models[base + g as usize].is_some()) {
-                    slot[i] = base + g as usize;
-                    routes[i] = RowRoute::Ancestor(li as u16);
-                }
-            }
-        }
-        let n_groups = slot_models.len();
-        for s in &mut slot {
-            if *s == usize::MAX {
-                *s = n_groups;
-            }
-        }
+        let nodes = self.row_nodes(keys)?;
+        let depth = self.depth();
+        // The deepest depth with a model on each row's path (0: the global model).
+        let deepest: Vec<usize> = (0..n)
+            .map(|i| {
+                (1..=depth)
+                    .rev()
+                    .find(|&d| self.node_model(d, nodes[d - 1][i]).is_some())
+                    .unwrap_or(0)
+            })
+            .collect();
+        let routes: Vec<RowRoute> = deepest
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| match d {
+                0 if nodes[depth - 1][i].is_some() => RowRoute::Fallback,
+                0 => RowRoute::Unseen,
+                d if d == depth => RowRoute::Own,
+                d => RowRoute::Ancestor(d as u16 - 1),
+            })
+            .collect();
         let count = |r: RowRoute| routes.iter().filter(|&&x| x == r).count();
         let own = count(RowRoute::Own);
         let unseen = count(RowRoute::Unseen);
         let global = count(RowRoute::Fallback) + unseen;
         if global > 0 && self.global.is_none() {
-            let first = slot.iter().position(|&s| s == n_groups).unwrap_or(0);
-            let (group, reason) = match gid[first] {
+            let first = deepest.iter().position(|&d| d == 0).unwrap_or(0);
+            let (group, reason) = match nodes[depth - 1][first] {
                 Some(g) => {
                     let e = &self.groups[g as usize];
                     let why = e.fallback.as_deref().unwrap_or("no model of its own");
@@ -137,35 +101,38 @@ impl ModelBundle {
                 rows: global,
             });
         }
-        // Rows in order of their model, as imputed column-major features,
-        // so each model predicts its rows in one call.
-        let (order, start) = crate::data::bucket(slot.iter().copied(), n_groups + 1);
-        let xc = crate::data::imputed_columns(&cols, &order, &self.impute, threads);
-        let model = |s: usize| match (slot_models.get(s), &self.global) {
-            (Some(Some(m)), _) => *m,
-            (_, Some(g)) => &g.model,
-            // A slot without rows (checked above): never called.
-            (_, None) => unreachable!("rows without a model are an error above"),
-        };
-        let by_slot = crate::util::par::par_map(
-            n_groups + 1,
-            threads,
-            &|s| start[s + 1] - start[s] + 1,
-            &|s| {
-                let range = start[s]..start[s + 1];
-                if range.is_empty() {
-                    Vec::new()
-                } else {
-                    model(s).predict_columns(self.task, &xc, range)
-                }
-            },
-        );
-        let mut values = vec![0.0; n];
-        for (s, p) in by_slot.iter().enumerate() {
-            for (&i, &v) in order[start[s]..start[s + 1]].iter().zip(p) {
-                values[i as usize] = v;
+        let rows: Vec<u32> = (0..n as u32).collect();
+        let values = if self.pools() {
+            let margins = self.depth_margins(&nodes, &cols, &rows, threads);
+            self.blend(&margins, &nodes)
+        } else {
+            // Slots: each depth's groups (the finest first), then the global model.
+            let mut models: Vec<Option<&FittedModel>> = Vec::new();
+            let mut base = vec![0; depth + 1];
+            for d in (1..=depth).rev() {
+                base[d] = models.len();
+                models.extend(self.entries(d).iter().map(own_model));
             }
-        }
+            base[0] = models.len();
+            models.push(self.global.as_ref().map(|g| &g.model));
+            let slot: Vec<usize> = (0..n)
+                .map(|i| match deepest[i] {
+                    0 => base[0],
+                    d => base[d] + nodes[d - 1][i].expect("a group with a model") as usize,
+                })
+                .collect();
+            predict_slots(
+                &models,
+                &slot,
+                SlotRows {
+                    columns: &cols,
+                    rows: &rows,
+                    impute: &self.impute,
+                },
+                self.task,
+                threads,
+            )
+        };
         Ok(Predictions {
             values,
             own,
@@ -174,6 +141,65 @@ impl ModelBundle {
             routes,
         })
     }
+}
+
+/// A group's own model (none when it falls back).
+pub(super) fn own_model(e: &GroupEntry) -> Option<&FittedModel> {
+    match e {
+        GroupEntry {
+            route: Route::Own,
+            model: Some(m),
+            ..
+        } => Some(m),
+        _ => None,
+    }
+}
+
+/// Where the rows [`predict_slots`] predicts are: `rows[i]` is row `i`'s
+/// row in `columns`, whose missing values take `impute` (NaN without).
+#[derive(Clone, Copy)]
+pub(super) struct SlotRows<'a> {
+    pub columns: &'a [Column],
+    pub rows: &'a [u32],
+    pub impute: &'a [f64],
+}
+
+/// Row `i`'s prediction by `models[slot[i]]` (`task`'s link applied; NaN
+/// for a slot past `models` or without a model). The rows of each model
+/// are gathered as imputed column-major features and predicted in one call.
+pub(super) fn predict_slots(
+    models: &[Option<&FittedModel>],
+    slot: &[usize],
+    at: SlotRows<'_>,
+    task: Task,
+    threads: usize,
+) -> Vec<f64> {
+    let k = models.len();
+    let (order, start) = crate::data::bucket(slot.iter().map(|&s| s.min(k)), k + 1);
+    let source: Vec<u32> = order[..start[k]]
+        .iter()
+        .map(|&i| at.rows[i as usize])
+        .collect();
+    let xc = crate::data::imputed_columns(at.columns, &source, at.impute, threads);
+    let by_slot =
+        crate::util::par::par_map(
+            k,
+            threads,
+            &|s| start[s + 1] - start[s] + 1,
+            &|s| match models[s] {
+                Some(m) if start[s] < start[s + 1] => {
+                    m.predict_columns(task, &xc, start[s]..start[s + 1])
+                }
+                _ => Vec::new(),
+            },
+        );
+    let mut values = vec![f64::NAN; slot.len()];
+    for (s, p) in by_slot.iter().enumerate() {
+        for (&i, &v) in order[start[s]..start[s + 1]].iter().zip(p) {
+            values[i as usize] = v;
+        }
+    }
+    values
 }
 
 #[cfg(test)]
@@ -237,6 +263,7 @@ mod tests {
                 group("b", Route::Global, None),
             ],
             levels: Vec::new(),
+            pooling: None,
             summary: serde_json::json!({}),
         }
     }

@@ -8,13 +8,15 @@
 //! `w·own + (1−w)·parent` down the path with `w = n / (n + k)`: `n` is the
 //! group's training rows and `k` is chosen per level on validation rows
 //! ([`choose_k`]). A binary task blends margins (log-odds), not
-//! probabilities (see `docs/families.md`).
+//! probabilities (see `docs/hierarchy.md`).
 
 use crate::data::Task;
 use crate::error::{GroupfitError, Result};
 
-/// How predictions are pooled over a group's path.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// How predictions are pooled over a group's path. In a model file it is
+/// the text of [`Shrinkage::name`].
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub enum Shrinkage {
     /// The group's own model alone.
     None,
@@ -171,6 +173,19 @@ impl Shrinkage {
     }
 }
 
+impl TryFrom<String> for Shrinkage {
+    type Error = GroupfitError;
+    fn try_from(text: String) -> Result<Shrinkage> {
+        Shrinkage::parse(&text)
+    }
+}
+
+impl From<Shrinkage> for String {
+    fn from(s: Shrinkage) -> String {
+        s.name()
+    }
+}
+
 /// The weight of a group's own prediction under `auto`: `n / (n + k)`.
 pub fn own_weight(rows: u64, k: f64) -> f64 {
     let n = rows as f64;
@@ -183,7 +198,7 @@ pub fn own_weight(rows: u64, k: f64) -> f64 {
 
 /// One validation row as [`choose_k`] sees it: its group's own prediction
 /// and the pooled prediction of the group's parent (both margins for a
-/// binary task), the group's training rows, and the target.
+/// binary task), the group's training rows, the target, and the group.
 #[derive(Debug, Clone, Copy)]
 pub struct PoolRow {
     /// The group's own model's prediction.
@@ -194,6 +209,8 @@ pub struct PoolRow {
     pub rows: u64,
     /// Target.
     pub y: f64,
+    /// Its group (an index below the level's group count).
+    pub group: u32,
 }
 
 /// What [`choose_k`] found for one level.
@@ -201,33 +218,46 @@ pub struct PoolRow {
 pub struct Chosen {
     /// The `k` with the lowest validation loss (ties: the smallest).
     pub k: f64,
-    /// The mean loss with that `k`.
+    /// The mean over groups of their loss with that `k`.
     pub loss: f64,
-    /// The mean loss without pooling (`k = 0`).
+    /// The same without pooling (`k = 0`).
     pub loss_none: f64,
 }
 
 /// The `k` of [`K_GRID`] whose blend `w·own + (1−w)·parent` has the lowest
-/// mean loss over `rows` (squared error, or the log-loss of the blended
-/// margin); `None` without rows.
+/// mean over groups of their loss on `rows`: RMSE, or the log-loss of the
+/// blended margin. Every group counts once, as in groupfit's per-group
+/// scores and the summary's means. `None` without rows.
 pub fn choose_k(task: Task, rows: &[PoolRow]) -> Option<Chosen> {
     if rows.is_empty() {
         return None;
     }
-    let loss_at = |k: f64| -> f64 {
-        let sum: f64 = rows
-            .iter()
-            .map(|r| {
-                let w = own_weight(r.rows, k);
-                let z = w * r.own + (1.0 - w) * r.parent;
-                match task {
-                    Task::Regression => (z - r.y) * (z - r.y),
-                    // -log p(y | z), stable in both tails.
-                    Task::Binary => softplus(z) - r.y * z,
-                }
-            })
-            .sum();
-        sum / rows.len() as f64
+    let n_groups = rows.iter().map(|r| r.group as usize + 1).max().unwrap_or(0);
+    let mut sums = vec![(0.0f64, 0usize); n_groups];
+    let mut loss_at = |k: f64| -> f64 {
+        sums.iter_mut().for_each(|s| *s = (0.0, 0));
+        for r in rows {
+            let w = own_weight(r.rows, k);
+            let z = w * r.own + (1.0 - w) * r.parent;
+            let loss = match task {
+                Task::Regression => (z - r.y) * (z - r.y),
+                // -log p(y | z), stable in both tails.
+                Task::Binary => softplus(z) - r.y * z,
+            };
+            let s = &mut sums[r.group as usize];
+            s.0 += loss;
+            s.1 += 1;
+        }
+        let scored = sums.iter().filter(|s| s.1 > 0);
+        let (total, groups) = scored.fold((0.0, 0usize), |(t, n), &(sum, count)| {
+            let mean = sum / count as f64;
+            let metric = match task {
+                Task::Regression => mean.sqrt(),
+                Task::Binary => mean,
+            };
+            (t + metric, n + 1)
+        });
+        total / groups as f64
     };
     let loss_none = loss_at(0.0);
     let mut best = Chosen {
@@ -353,6 +383,7 @@ mod tests {
                 parent: 2.0,
                 rows: 10,
                 y: 2.0,
+                group: 0,
             })
             .collect();
         let c = choose_k(Task::Regression, &noisy).unwrap();
@@ -360,7 +391,7 @@ mod tests {
         assert_eq!(c.loss_none, 1.0);
         // The blend is 2 +- w, w = 10 / 10010: the loss is w^2.
         let w = 10.0 / 10_010.0;
-        assert!((c.loss - w * w).abs() < 1e-15);
+        assert!((c.loss - w).abs() < 1e-15);
         // Exact own predictions, a wrong parent: no pooling.
         let exact: Vec<PoolRow> = (0..10)
             .map(|i| PoolRow {
@@ -368,6 +399,7 @@ mod tests {
                 parent: 0.5,
                 rows: 3,
                 y: i as f64,
+                group: 0,
             })
             .collect();
         let c = choose_k(Task::Regression, &exact).unwrap();
@@ -385,6 +417,7 @@ mod tests {
                 parent: 0.0,
                 rows: 50,
                 y: f64::from(i % 4 < 2),
+                group: 0,
             })
             .collect();
         let c = choose_k(Task::Binary, &rows).unwrap();

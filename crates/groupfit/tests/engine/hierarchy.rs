@@ -252,3 +252,133 @@ fn golden_hierarchy_file_still_loads_and_predicts() {
         assert!(routes.iter().any(|x| x == r), "golden rows lack a {r} row");
     }
 }
+
+/// A row's prediction by hand: the models on its path (global, region,
+/// store) blended by `auto`'s chain `w = n / (n + k)`.
+fn auto_by_hand(b: &ModelBundle, region: &str, store: &str, x: &[f64]) -> f64 {
+    let pooling = b.pooling.as_ref().expect("pooling");
+    let find = |groups: &[GroupEntry], key: &[&str]| {
+        groups
+            .iter()
+            .find(|g| {
+                g.key
+                    .iter()
+                    .map(|p| p.as_deref().unwrap())
+                    .eq(key.iter().copied())
+            })
+            .filter(|g| g.model.is_some())
+            .cloned()
+    };
+    let mut z = global(b).predict_row(Task::Regression, x);
+    let path = [
+        find(&b.levels[0].groups, &[region]),
+        find(&b.groups, &[region, store]),
+    ];
+    for (d, node) in path.iter().enumerate() {
+        if let Some(g) = node {
+            let own = linear(g.model.as_ref().unwrap()).predict_row(Task::Regression, x);
+            let w = g.n_train as f64 / (g.n_train as f64 + pooling.k[d]);
+            z = w * own + (1.0 - w) * z;
+        }
+    }
+    z
+}
+
+/// `--shrinkage auto` (the default with `--hierarchy`): every strategy
+/// chooses the same `k` per level and predicts the same blend, which is the
+/// chain of the path's models by hand.
+#[test]
+fn auto_pooling_is_the_same_blend_under_every_strategy() {
+    let dir = tempfile::tempdir().unwrap();
+    let sizes = [300, 40, 3, 120, 8, 60, 3, 25, 500, 12, 18];
+    let (mut t, regions) = regions_table(&sizes, 12);
+    // Noise well above the stores' differences: pooling pays.
+    for (i, y) in t.y.iter_mut().enumerate() {
+        *y += 6.0 * ((i as f64 * 12.9898).sin() * 43_758.545).fract();
+    }
+    let path = write(&t, &regions, &dir.path().join("t.parquet"));
+    let (probe, probe_regions) = regions_table(&[5; 12], 13);
+    let rows = write(&probe, &probe_regions, &dir.path().join("p.parquet"));
+    let mut first: Option<(Vec<f64>, Vec<f64>)> = None;
+    for strategy in [
+        Strategy::Tp,
+        Strategy::Dp,
+        Strategy::Fused,
+        Strategy::Hybrid,
+    ] {
+        let what = format!("{strategy:?}");
+        let s = TrainSpec {
+            valid_fraction: 0.3,
+            ..spec(&path, &["region", "g"], true, strategy)
+        };
+        let out = train(&s, &mut |_: Event| {}).unwrap();
+        let b = out.bundle;
+        let pooling = b.pooling.clone().expect("auto by default");
+        assert_eq!(pooling.mode, groupfit::tune::shrinkage::Shrinkage::Auto);
+        let summary = out.summary.pooling.expect("a pooling summary");
+        assert!(
+            summary.loss.unwrap() <= summary.loss_none.unwrap(),
+            "{what}"
+        );
+        let (p, _) = predictions(&b, &rows);
+        for i in 0..probe.keys.len() {
+            let x: Vec<f64> = probe.x.iter().map(|c| f64::from(c[i])).collect();
+            let want = auto_by_hand(&b, &probe_regions[i], &probe.keys[i], &x);
+            assert!(
+                (p[i] - want).abs() < 1e-9,
+                "{what}, row {i}: {} vs {want}",
+                p[i]
+            );
+        }
+        match &first {
+            None => first = Some((pooling.k.clone(), p)),
+            Some((k, p0)) => {
+                assert_eq!(&pooling.k, k, "{what}: the same k per level");
+                for (a, b) in p.iter().zip(p0) {
+                    assert!((a - b).abs() < 1e-6, "{what}: {a} vs {b}");
+                }
+            }
+        }
+    }
+    let (k, _) = first.unwrap();
+    assert!(
+        k.iter().any(|&k| k > 0.0),
+        "the data calls for pooling: {k:?}"
+    );
+}
+
+/// `tests/golden/linear_v8_pooling.gfm` (format 8: pooling, `auto` with a
+/// `k` per level) keeps loading and predicting `rows_hierarchy.parquet`
+/// as recorded.
+#[test]
+fn golden_pooling_file_still_loads_and_predicts() {
+    let dir = crate::common::golden_dir();
+    let stem = "linear_v8_pooling";
+    let path = dir.join(format!("{stem}.gfm"));
+    let rows = dir.join("rows_hierarchy.parquet");
+    let expected_path = dir.join(format!("{stem}.expected.json"));
+    let bless = std::env::var_os("GROUPFIT_BLESS").is_some_and(|v| v == "1");
+    if bless && groupfit::store::FORMAT_VERSION == 8 {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut t, regions) = regions_table(&[200, 3, 150, 90, 60, 30, 20], 5);
+        for (i, y) in t.y.iter_mut().enumerate() {
+            *y += 6.0 * ((i as f64 * 12.9898).sin() * 43_758.545).fract();
+        }
+        let data = write(&t, &regions, &tmp.path().join("t.parquet"));
+        let s = TrainSpec {
+            valid_fraction: 0.3,
+            ..spec(&data, &["region", "g"], true, Strategy::Auto)
+        };
+        let bundle = train(&s, &mut |_: Event| {}).unwrap().bundle;
+        bundle.save(&path).unwrap();
+        crate::common::bless_expected(&path, &rows, &expected_path, stem, 8);
+    }
+    let bundle = crate::common::load_golden(&path, stem);
+    assert_eq!(bundle.format_version, 8);
+    let pooling = bundle.pooling.as_ref().expect("pooling");
+    assert!(pooling.k.iter().any(|&k| k > 0.0), "{:?}", pooling.k);
+    let routes = crate::common::check_expected(&bundle, &rows, &expected_path, stem);
+    for r in ["own", "level:region", "unseen"] {
+        assert!(routes.iter().any(|x| x == r), "golden rows lack a {r} row");
+    }
+}
