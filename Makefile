@@ -10,6 +10,7 @@
 #   make bench-mlp  run benchmarks/mlp.sh (installs PyTorch into bench-out/torch-venv on demand)
 #   make bench-ray  run benchmarks/ray.sh (the Ray runner against ray-tasks)
 #   make bench-strategies  run benchmarks/strategies.sh (every strategy in three regimes, every family)
+#   make bench-hierarchy  run benchmarks/hierarchy.sh (shrinkage modes against scikit-lego on flights)
 #   make fmt     format the Rust code
 #   make clean   remove build output and test caches (keeps .venv)
 
@@ -19,7 +20,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.stamp
 CARGO  ?= cargo
 
-.PHONY: venv build wheel test test-build test-rust test-python demo bench bench-mlp bench-ray bench-strategies fmt clean
+.PHONY: venv build wheel test test-build test-rust test-python demo bench bench-mlp bench-ray bench-strategies bench-hierarchy fmt clean
 
 venv: $(STAMP)
 
@@ -67,6 +68,9 @@ bench-ray: venv wheel
 
 bench-strategies: venv build
 	bash benchmarks/strategies.sh
+
+bench-hierarchy: venv wheel
+	bash benchmarks/hierarchy.sh
 
 fmt:
 	$(CARGO) fmt --all

@@ -183,3 +183,18 @@ def test_cli_trains_pools_reports_and_predicts_as_python(gf, tmp_path):
     np.testing.assert_allclose(got.column("prediction").to_numpy(), m.predict(test), rtol=1e-12)
     assert set(got.column("route").to_pylist()) == {"own", "level:region", "unseen"}
 
+
+
+@pytest.mark.parametrize("model,params", [
+    ("gbdt", {"rounds": [20], "num_leaves": [4], "min_data_in_leaf": [5]}),
+    ("mlp", {"hidden": [4], "epochs": [3], "batch_size": [16]}),
+])
+def test_every_family_blends_its_levels(model, params):
+    train, test = frame(4, scale=2.0), probe()
+    known = test[test.store != "new"].reset_index(drop=True)
+    kw = dict(target="y", valid=0.0, min_rows=1, model=model, params=params, features=["x1", "x2"])
+    m = gf.fit(train, by=["region", "store"], hierarchy=True, shrinkage="equal", **kw)
+    region = gf.fit(train, by="region", **kw)
+    store = gf.fit(train, by=["region", "store"], **kw)
+    want = (region.predict(known.assign(region="nowhere")) + region.predict(known) + store.predict(known)) / 3
+    np.testing.assert_allclose(m.predict(known), want, rtol=1e-6, atol=1e-9)

@@ -635,13 +635,27 @@ fn column_pass<T: Copy + Into<f64>>(
     let g_total = group_rows.len();
     let mut sum = vec![0.0f64; g_total];
     let mut present = vec![0.0f64; g_total];
+    // A run of rows of one group adds in locals, stored when the group
+    // changes: through `sum[g]`, each row would wait on the previous row's
+    // store (a long run is a level's or the root's group with
+    // `--hierarchy`). The additions are the same, in the same order.
+    let mut run = (usize::MAX, 0.0f64, 0.0f64);
     for (k, &r) in input.rows.iter().enumerate() {
         let x: f64 = v[r as usize].into();
         if !x.is_nan() {
             let g = input.group_of[k] as usize;
-            sum[g] += x;
-            present[g] += 1.0;
+            if g != run.0 {
+                if run.0 != usize::MAX {
+                    (sum[run.0], present[run.0]) = (run.1, run.2);
+                }
+                run = (g, sum[g], present[g]);
+            }
+            run.1 += x;
+            run.2 += 1.0;
         }
+    }
+    if run.0 != usize::MAX {
+        (sum[run.0], present[run.0]) = (run.1, run.2);
     }
     let all_present: f64 = present[..ng].iter().sum();
     let impute = if all_present > 0.0 {
@@ -670,15 +684,25 @@ fn column_pass<T: Copy + Into<f64>>(
     // The global sum lives in a local: added to through `sq[ng]`, every row
     // would wait on the previous row's store.
     let mut sq_global = 0.0f64;
+    let mut run = (usize::MAX, 0.0f64, 0.0f64);
     for (k, &r) in input.rows.iter().enumerate() {
         let x = value(r);
         let g = input.group_of[k] as usize;
-        let dv = x - mean[g];
-        sq[g] += dv * dv;
+        if g != run.0 {
+            if run.0 != usize::MAX {
+                sq[run.0] = run.1;
+            }
+            run = (g, sq[g], mean[g]);
+        }
+        let dv = x - run.2;
+        run.1 += dv * dv;
         if input.with_global {
             let dg = x - impute;
             sq_global += dg * dg;
         }
+    }
+    if run.0 != usize::MAX {
+        sq[run.0] = run.1;
     }
     if input.with_global {
         sq[ng] = sq_global;

@@ -60,14 +60,16 @@ pub(super) fn mode(prepared: &Prepared) -> Option<Shrinkage> {
 }
 
 /// Sets the bundle's pooling (choosing `auto`'s `k` per level) and
-/// returns its summary; `None` without pooling.
+/// returns its summary; `None` without pooling (or with `none`: the
+/// deepest model alone, as without the flag).
 pub(super) fn pool(prepared: &Prepared, bundle: &mut ModelBundle) -> Option<PoolingSummary> {
-    let mode = mode(prepared)?;
+    let mode = mode(prepared).filter(|&m| m != Shrinkage::None)?;
     let task = bundle.task;
     let valid = prepared.valid_data();
     let mut nodes = prepared.validation.level_groups.clone();
     nodes.push(prepared.validation.groups.clone());
     let margins = bundle.depth_margins(&nodes, valid.columns, valid.rows, prepared.threads);
+    super::event::trace_stamp(prepared.started, "  pooling: margins");
     let y: Vec<f64> = valid
         .rows
         .iter()
@@ -96,7 +98,7 @@ pub(super) fn pool(prepared: &Prepared, bundle: &mut ModelBundle) -> Option<Pool
             }
         }
         let chosen = (mode == Shrinkage::Auto)
-            .then(|| choose_k(task, &pool_rows))
+            .then(|| choose_k(task, &pool_rows, prepared.threads))
             .flatten();
         let k = chosen.map_or(0.0, |c| c.k);
         ks[d - 1] = k;
@@ -121,8 +123,18 @@ pub(super) fn pool(prepared: &Prepared, bundle: &mut ModelBundle) -> Option<Pool
         });
     }
     bundle.pooling = Some(Pooling { mode, k: ks });
-    // The blend against the deepest model alone, on rows with a model.
-    let blended = bundle.blend(&margins, &nodes);
+    super::event::trace_stamp(prepared.started, "  pooling: k chosen");
+    // The blend against the deepest model alone, on rows with a model
+    // (`auto`'s blend is the chain just run).
+    let blended = if mode == Shrinkage::Auto {
+        let link = |z: f64| match task {
+            Task::Binary => sigmoid(z),
+            Task::Regression => z,
+        };
+        pooled.iter().map(|&z| link(z)).collect()
+    } else {
+        bundle.blend(&margins, &nodes)
+    };
     let deepest: Vec<f64> = (0..y.len())
         .map(|i| {
             let z = margins

@@ -228,51 +228,82 @@ pub struct Chosen {
 /// mean over groups of their loss on `rows`: RMSE, or the log-loss of the
 /// blended margin. Every group counts once, as in groupfit's per-group
 /// scores and the summary's means. `None` without rows.
-pub fn choose_k(task: Task, rows: &[PoolRow]) -> Option<Chosen> {
+pub fn choose_k(task: Task, rows: &[PoolRow], threads: usize) -> Option<Chosen> {
     if rows.is_empty() {
         return None;
     }
     let n_groups = rows.iter().map(|r| r.group as usize + 1).max().unwrap_or(0);
-    let mut sums = vec![(0.0f64, 0usize); n_groups];
-    let mut loss_at = |k: f64| -> f64 {
-        sums.iter_mut().for_each(|s| *s = (0.0, 0));
+    // A group's rows share one w, and its blend is p + w (o - p): its
+    // squared errors sum to A + 2 w B + w^2 C, with A = sum (p - y)^2,
+    // B = sum (p - y)(o - p) and C = sum (o - p)^2.
+    let mut sums = vec![GroupSums::default(); n_groups];
+    if task == Task::Regression {
         for r in rows {
-            let w = own_weight(r.rows, k);
-            let z = w * r.own + (1.0 - w) * r.parent;
-            let loss = match task {
-                Task::Regression => (z - r.y) * (z - r.y),
-                // -log p(y | z), stable in both tails.
-                Task::Binary => softplus(z) - r.y * z,
-            };
             let s = &mut sums[r.group as usize];
-            s.0 += loss;
-            s.1 += 1;
+            let (e, d) = (r.parent - r.y, r.own - r.parent);
+            s.a += e * e;
+            s.b += e * d;
+            s.c += d * d;
+            s.count += 1;
+            s.train_rows = r.rows;
         }
-        let scored = sums.iter().filter(|s| s.1 > 0);
-        let (total, groups) = scored.fold((0.0, 0usize), |(t, n), &(sum, count)| {
-            let mean = sum / count as f64;
-            let metric = match task {
-                Task::Regression => mean.sqrt(),
-                Task::Binary => mean,
-            };
-            (t + metric, n + 1)
-        });
-        total / groups as f64
+        sums.retain(|s| s.count > 0);
+    }
+    let loss_at = |k: f64| -> f64 {
+        match task {
+            Task::Regression => {
+                let total: f64 = sums
+                    .iter()
+                    .map(|s| {
+                        let w = own_weight(s.train_rows, k);
+                        let sse = s.a + 2.0 * w * s.b + w * w * s.c;
+                        (sse.max(0.0) / s.count as f64).sqrt()
+                    })
+                    .sum();
+                total / sums.len() as f64
+            }
+            Task::Binary => {
+                let mut by_group = vec![(0.0f64, 0usize); n_groups];
+                for r in rows {
+                    let w = own_weight(r.rows, k);
+                    let z = w * r.own + (1.0 - w) * r.parent;
+                    // -log p(y | z), stable in both tails.
+                    let s = &mut by_group[r.group as usize];
+                    s.0 += softplus(z) - r.y * z;
+                    s.1 += 1;
+                }
+                let scored = by_group.iter().filter(|s| s.1 > 0);
+                let (total, groups) = scored.fold((0.0, 0usize), |(t, n), &(sum, count)| {
+                    (t + sum / count as f64, n + 1)
+                });
+                total / groups as f64
+            }
+        }
     };
-    let loss_none = loss_at(0.0);
+    // The grid's losses over the threads (a binary task reads every row per k).
+    let losses = crate::util::par::par_map(K_GRID.len(), threads, &|_| 1, &|i| loss_at(K_GRID[i]));
     let mut best = Chosen {
         k: 0.0,
-        loss: loss_none,
-        loss_none,
+        loss: losses[0],
+        loss_none: losses[0],
     };
-    for &k in &K_GRID[1..] {
-        let loss = loss_at(k);
+    for (&k, &loss) in K_GRID.iter().zip(&losses).skip(1) {
         if loss < best.loss {
             best.k = k;
             best.loss = loss;
         }
     }
     Some(best)
+}
+
+/// One group's sums for [`choose_k`]'s squared error at any `k`.
+#[derive(Debug, Clone, Copy, Default)]
+struct GroupSums {
+    a: f64,
+    b: f64,
+    c: f64,
+    count: usize,
+    train_rows: u64,
 }
 
 /// `log(1 + e^z)` without overflow.
@@ -386,7 +417,7 @@ mod tests {
                 group: 0,
             })
             .collect();
-        let c = choose_k(Task::Regression, &noisy).unwrap();
+        let c = choose_k(Task::Regression, &noisy, 2).unwrap();
         assert_eq!(c.k, 1e4);
         assert_eq!(c.loss_none, 1.0);
         // The blend is 2 +- w, w = 10 / 10010: the loss is w^2.
@@ -402,9 +433,33 @@ mod tests {
                 group: 0,
             })
             .collect();
-        let c = choose_k(Task::Regression, &exact).unwrap();
+        let c = choose_k(Task::Regression, &exact, 1).unwrap();
         assert_eq!((c.k, c.loss, c.loss_none), (0.0, 0.0, 0.0));
-        assert!(choose_k(Task::Regression, &[]).is_none());
+        assert!(choose_k(Task::Regression, &[], 1).is_none());
+    }
+
+    #[test]
+    fn choose_k_scores_the_mean_over_groups_of_their_rmse() {
+        // Group 0 (10 training rows): the blend is 2 -+ w against 1.5 and
+        // 2.5, exact at w = 0.5 (k = 10). Group 1 (30 rows): 4 + w against
+        // 4.75, exact at w = 0.75 (k = 10 again). Without pooling their
+        // RMSEs are 0.5 and 0.25.
+        let row = |own, parent, rows, y, group| PoolRow {
+            own,
+            parent,
+            rows,
+            y,
+            group,
+        };
+        let rows = [
+            row(1.0, 2.0, 10, 1.5, 0),
+            row(3.0, 2.0, 10, 2.5, 0),
+            row(5.0, 4.0, 30, 4.75, 1),
+        ];
+        let c = choose_k(Task::Regression, &rows, 2).unwrap();
+        assert_eq!(c.k, 10.0);
+        assert!(c.loss.abs() < 1e-12, "{c:?}");
+        assert!((c.loss_none - 0.375).abs() < 1e-15, "{c:?}");
     }
 
     #[test]
@@ -420,7 +475,7 @@ mod tests {
                 group: 0,
             })
             .collect();
-        let c = choose_k(Task::Binary, &rows).unwrap();
+        let c = choose_k(Task::Binary, &rows, 2).unwrap();
         assert!(c.k > 0.0 && c.loss < c.loss_none, "{c:?}");
         // Half the rows are right at margin 4 and half wrong.
         let want_none = 0.5 * (softplus(4.0) - 4.0) + 0.5 * softplus(4.0);
