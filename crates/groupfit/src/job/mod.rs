@@ -132,6 +132,13 @@ fn train_prepared(mut prepared: Prepared, on: &mut dyn FnMut(Event)) -> Result<T
     on(Event::Stage("scoring"));
     let mut levels = Vec::new();
     let mut level_models = 0;
+    // The global model (with levels, the root's units) is scored once for all levels.
+    let global_units = prepared
+        .flat
+        .as_ref()
+        .map_or(prepared.n_groups(), |f| f.root);
+    let global =
+        select::GlobalSelection::score(&prepared, &fitted.impute, &fitted.units[global_units]);
     if let Some(root) = prepared.flat.as_ref().map(|f| f.root) {
         // Each level above the finest is selected as a job of its own (its
         // groups, owners and validation groups swapped in), with the root's
@@ -141,7 +148,7 @@ fn train_prepared(mut prepared: Prepared, on: &mut dyn FnMut(Event)) -> Result<T
             let split = std::mem::replace(&mut prepared.split, part.split);
             let owners = std::mem::replace(&mut prepared.owners, part.owners);
             let groups = std::mem::replace(&mut prepared.validation.groups, part.valid_groups);
-            let selection = select::select(&prepared, &own)?;
+            let selection = select::select(&prepared, &own, &global)?;
             let (entries, _) = assemble::group_entries(&prepared, &mut own.units, &selection);
             let fitted_groups = prepared.owners.fit[..prepared.n_groups()]
                 .iter()
@@ -160,7 +167,7 @@ fn train_prepared(mut prepared: Prepared, on: &mut dyn FnMut(Event)) -> Result<T
         fitted = fitted.take_level(0, prepared.n_groups(), root);
         fitted.not_converged = not_converged;
     }
-    let selection = select::select(&prepared, &fitted)?;
+    let selection = select::select(&prepared, &fitted, &global)?;
     trace_stamp(prepared.started, "selection");
     let mut out = assemble::assemble(&prepared, fitted, selection);
     if !levels.is_empty() {

@@ -61,6 +61,8 @@ struct ValidMatrix {
     target: Vec<f64>,
     /// Group `g`'s rows are `start[g]..start[g + 1]`.
     start: Vec<usize>,
+    /// The validation row (its index in `valid.rows`) of each matrix row.
+    order: Vec<u32>,
 }
 
 impl ValidMatrix {
@@ -75,6 +77,7 @@ impl ValidMatrix {
             columns: imputed_columns(valid.columns, &rows, impute, prepared.threads),
             target: rows.iter().map(|&r| valid.target[r as usize]).collect(),
             start,
+            order,
         }
     }
 
@@ -87,16 +90,47 @@ impl ValidMatrix {
     }
 }
 
-/// The global model's choice and its predictions of every validation row.
-struct GlobalSelection {
+/// The global model's choice and its predictions of every validation row:
+/// the same for every level of a hierarchy, so scored once.
+pub(super) struct GlobalSelection {
     config: Option<usize>,
     scores: Scores,
-    /// Per config, the predictions of every validation row (matrix order).
+    /// Per config, the predictions of every validation row, in the order
+    /// of the validation rows.
     predictions: Vec<Vec<f64>>,
 }
 
-/// Scores every config on every group's validation rows and picks the best.
-pub(super) fn select(prepared: &Prepared, fitted: &Fitted) -> Result<Selection> {
+impl GlobalSelection {
+    /// Scores every config of the global model (`units`) on all validation
+    /// rows pooled; `impute` is the family's imputation.
+    pub(super) fn score(
+        prepared: &Prepared,
+        impute: &[f64],
+        units: &[UnitFit<FittedModel>],
+    ) -> Self {
+        let started = Instant::now();
+        let matrix = ValidMatrix::build(prepared, impute);
+        let mut global = select_global(&matrix, units, prepared.threads);
+        // From the matrix's order back to the validation rows'.
+        for p in &mut global.predictions {
+            let mut by_row = vec![0.0; p.len()];
+            for (&i, &v) in matrix.order.iter().zip(p.iter()) {
+                by_row[i as usize] = v;
+            }
+            *p = by_row;
+        }
+        trace_stamp(started, "  selection: global model");
+        global
+    }
+}
+
+/// Scores every config on every group's validation rows and picks the best;
+/// `global` is the global model's ([`GlobalSelection::score`]).
+pub(super) fn select(
+    prepared: &Prepared,
+    fitted: &Fitted,
+    global: &GlobalSelection,
+) -> Result<Selection> {
     let started = Instant::now();
     let n_configs = prepared.grid.len();
     if prepared.validation.rows.is_empty() && n_configs > 1 {
@@ -106,17 +140,15 @@ pub(super) fn select(prepared: &Prepared, fitted: &Fitted) -> Result<Selection> 
     let threads = prepared.threads;
     let matrix = ValidMatrix::build(prepared, &fitted.impute);
     trace_stamp(started, "  selection: validation matrix");
-    let global = select_global(&matrix, &fitted.units[n_groups], threads);
-    trace_stamp(started, "  selection: global model");
     let groups = par_map(
         n_groups,
         threads,
         &|g| matrix.group_rows(g).len() + 1,
-        &|g| select_group(&matrix, g, &fitted.units[g], &global),
+        &|g| select_group(&matrix, g, &fitted.units[g], global),
     );
     Ok(Selection {
         global_config: global.config,
-        global_scores: global.scores,
+        global_scores: global.scores.clone(),
         groups,
     })
 }
@@ -205,7 +237,11 @@ fn select_group(
         selection.chosen = Some(k);
         selection.scores = score(task, target, &predictions[k]);
     } else if let Some(k) = global.config {
-        selection.scores = score(task, target, &global.predictions[k][range]);
+        let predictions: Vec<f64> = matrix.order[range]
+            .iter()
+            .map(|&i| global.predictions[k][i as usize])
+            .collect();
+        selection.scores = score(task, target, &predictions);
     }
     selection
 }
