@@ -280,7 +280,8 @@ pub fn choose_k(task: Task, rows: &[PoolRow], threads: usize) -> Option<Chosen> 
             }
         }
     };
-    // The grid's losses over the threads (a binary task reads every row per k).
+    // A binary task reads every row per k: the grid goes over the threads.
+    let threads = if task == Task::Binary { threads } else { 1 };
     let losses = crate::util::par::par_map(K_GRID.len(), threads, &|_| 1, &|i| loss_at(K_GRID[i]));
     let mut best = Chosen {
         k: 0.0,
