@@ -284,9 +284,9 @@ fn auto_by_hand(b: &ModelBundle, region: &str, store: &str, x: &[f64]) -> f64 {
     z
 }
 
-/// `--shrinkage auto` (the default with `--hierarchy`): every strategy
-/// chooses the same `k` per level and predicts the same blend, which is the
-/// chain of the path's models by hand.
+/// `--shrinkage auto` (the default with `--hierarchy`): every strategy and
+/// thread count chooses the same `k` per level and predicts the same blend,
+/// which is the chain of the path's models by hand.
 #[test]
 fn auto_pooling_is_the_same_blend_under_every_strategy() {
     let dir = tempfile::tempdir().unwrap();
@@ -300,15 +300,18 @@ fn auto_pooling_is_the_same_blend_under_every_strategy() {
     let (probe, probe_regions) = regions_table(&[5; 12], 13);
     let rows = write(&probe, &probe_regions, &dir.path().join("p.parquet"));
     let mut first: Option<(Vec<f64>, Vec<f64>)> = None;
-    for strategy in [
-        Strategy::Tp,
-        Strategy::Dp,
-        Strategy::Fused,
-        Strategy::Hybrid,
-    ] {
-        let what = format!("{strategy:?}");
+    let runs = [
+        (Strategy::Tp, 2),
+        (Strategy::Dp, 2),
+        (Strategy::Fused, 2),
+        (Strategy::Hybrid, 2),
+        (Strategy::Auto, 1),
+    ];
+    for (strategy, threads) in runs {
+        let what = format!("{strategy:?}, {threads} threads");
         let s = TrainSpec {
             valid_fraction: 0.3,
+            threads,
             ..spec(&path, &["region", "g"], true, strategy)
         };
         let out = train(&s, &mut |_: Event| {}).unwrap();
