@@ -111,54 +111,15 @@ impl ModelBundle {
 
 #[cfg(test)]
 mod tests {
-    use crate::data::Task;
     use crate::linear::LinearModel;
-    use crate::store::{
-        FittedModel, GlobalEntry, GroupEntry, ModelBundle, Route, Scores, FORMAT_VERSION,
-    };
+    use crate::store::fixtures::{entry, linear};
+    use crate::store::{FittedModel, ModelBundle};
 
     /// A bundle of one feature, one config and one group with its own model.
     fn bundle() -> ModelBundle {
-        let model = FittedModel::Linear(LinearModel {
-            coef: vec![1.0],
-            intercept: 0.0,
-            onehot: Vec::new(),
-        });
-        ModelBundle {
-            format_version: FORMAT_VERSION,
-            groupfit_version: "test".into(),
-            family: "linear".into(),
-            task: Task::Regression,
-            key_columns: vec!["g".into()],
-            features: vec!["x".into()],
-            categorical: Vec::new(),
-            target: "y".into(),
-            impute: vec![0.0],
-            configs: vec![crate::tune::ConfigEntry {
-                name: "default".into(),
-                params: Default::default(),
-            }],
-            global: Some(GlobalEntry {
-                config: 0,
-                model: model.clone(),
-                valid: Scores::default(),
-            }),
-            groups: vec![GroupEntry {
-                key: vec![Some("a".into())],
-                n_train: 10,
-                n_valid: 2,
-                route: Route::Own,
-                fallback: None,
-                config: Some(0),
-                model: Some(model),
-                valid: Scores::default(),
-                valid_by_config: vec![0.5],
-                iterations: 1,
-            }],
-            levels: Vec::new(),
-            pooling: None,
-            summary: serde_json::json!({}),
-        }
+        let mut a = entry(&["a"], 10, Some(linear(1.0, 0.0)));
+        (a.n_valid, a.valid_by_config, a.iterations) = (2, vec![0.5], 1);
+        crate::store::fixtures::bundle(&["g"], Some(linear(1.0, 0.0)), vec![a])
     }
 
     #[test]

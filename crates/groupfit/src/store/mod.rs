@@ -6,6 +6,8 @@
 
 mod check;
 mod file;
+#[cfg(test)]
+mod fixtures;
 mod pool;
 mod predict;
 

@@ -197,73 +197,30 @@ mod tests {
     use arrow_array::{ArrayRef, Float64Array, StringArray};
 
     use super::*;
-    use crate::linear::LinearModel;
-    use crate::store::{GlobalEntry, LevelGroups, Pooling, Route, RowRoute, Scores};
-
-    fn line(slope: f64) -> FittedModel {
-        FittedModel::Linear(LinearModel {
-            coef: vec![slope],
-            intercept: 0.0,
-            onehot: Vec::new(),
-        })
-    }
-
-    fn entry(key: &[&str], n_train: usize, model: Option<FittedModel>) -> GroupEntry {
-        GroupEntry {
-            key: key.iter().map(|k| Some(k.to_string())).collect(),
-            n_train,
-            n_valid: 0,
-            route: if model.is_some() {
-                Route::Own
-            } else {
-                Route::Global
-            },
-            fallback: None,
-            config: model.as_ref().map(|_| 0),
-            model,
-            valid: Scores::default(),
-            valid_by_config: Vec::new(),
-            iterations: 0,
-        }
-    }
+    use crate::store::fixtures::{entry, linear};
+    use crate::store::{LevelGroups, Pooling, RowRoute};
 
     /// Global `x` (30 rows), region r0 `2x` (30 rows), store r0/a `3x`
     /// (10 rows) and r0/b without a model (20 rows); `auto` with k 10 at
     /// the region level and 20 at the stores'.
     fn bundle() -> ModelBundle {
-        ModelBundle {
-            format_version: crate::store::FORMAT_VERSION,
-            groupfit_version: "test".into(),
-            family: "linear".into(),
-            task: Task::Regression,
-            key_columns: vec!["region".into(), "store".into()],
-            features: vec!["x".into()],
-            categorical: Vec::new(),
-            target: "y".into(),
-            impute: vec![0.0],
-            configs: vec![crate::tune::ConfigEntry {
-                name: "default".into(),
-                params: Default::default(),
-            }],
-            global: Some(GlobalEntry {
-                config: 0,
-                model: line(1.0),
-                valid: Scores::default(),
-            }),
-            groups: vec![
-                entry(&["r0", "a"], 10, Some(line(3.0))),
+        let mut b = crate::store::fixtures::bundle(
+            &["region", "store"],
+            Some(linear(1.0, 0.0)),
+            vec![
+                entry(&["r0", "a"], 10, Some(linear(3.0, 0.0))),
                 entry(&["r0", "b"], 20, None),
             ],
-            levels: vec![LevelGroups {
-                key_columns: vec!["region".into()],
-                groups: vec![entry(&["r0"], 30, Some(line(2.0)))],
-            }],
-            pooling: Some(Pooling {
-                mode: Shrinkage::Auto,
-                k: vec![10.0, 20.0],
-            }),
-            summary: serde_json::json!({}),
-        }
+        );
+        b.levels = vec![LevelGroups {
+            key_columns: vec!["region".into()],
+            groups: vec![entry(&["r0"], 30, Some(linear(2.0, 0.0)))],
+        }];
+        b.pooling = Some(Pooling {
+            mode: Shrinkage::Auto,
+            k: vec![10.0, 20.0],
+        });
+        b
     }
 
     #[test]

@@ -209,63 +209,21 @@ mod tests {
     use arrow_array::{Float64Array, StringArray};
 
     use super::*;
-    use crate::data::Task;
-    use crate::linear::LinearModel;
-    use crate::store::{FittedModel, GlobalEntry, Scores, FORMAT_VERSION};
-
-    fn linear(coef: f64, intercept: f64) -> FittedModel {
-        FittedModel::Linear(LinearModel {
-            coef: vec![coef],
-            intercept,
-            onehot: Vec::new(),
-        })
-    }
-
-    fn group(key: &str, route: Route, model: Option<FittedModel>) -> GroupEntry {
-        GroupEntry {
-            key: vec![Some(key.into())],
-            n_train: 10,
-            n_valid: 0,
-            route,
-            fallback: (route != Route::Own).then(|| "too few rows".into()),
-            config: model.as_ref().map(|_| 0),
-            model,
-            valid: Scores::default(),
-            valid_by_config: Vec::new(),
-            iterations: 0,
-        }
-    }
+    use crate::store::fixtures::{entry, linear};
 
     /// Group `a` has its own model (`2 x + 1`), group `b` falls back to the
     /// global model (`-x`); missing features are imputed with 10.
     fn bundle() -> ModelBundle {
-        ModelBundle {
-            format_version: FORMAT_VERSION,
-            groupfit_version: "test".into(),
-            family: "linear".into(),
-            task: Task::Regression,
-            key_columns: vec!["g".into()],
-            features: vec!["x".into()],
-            categorical: Vec::new(),
-            target: "y".into(),
-            impute: vec![10.0],
-            configs: vec![crate::tune::ConfigEntry {
-                name: "default".into(),
-                params: Default::default(),
-            }],
-            global: Some(GlobalEntry {
-                config: 0,
-                model: linear(-1.0, 0.0),
-                valid: Scores::default(),
-            }),
-            groups: vec![
-                group("a", Route::Own, Some(linear(2.0, 1.0))),
-                group("b", Route::Global, None),
+        let mut b = crate::store::fixtures::bundle(
+            &["g"],
+            Some(linear(-1.0, 0.0)),
+            vec![
+                entry(&["a"], 10, Some(linear(2.0, 1.0))),
+                entry(&["b"], 10, None),
             ],
-            levels: Vec::new(),
-            pooling: None,
-            summary: serde_json::json!({}),
-        }
+        );
+        b.impute = vec![10.0];
+        b
     }
 
     fn table(keys: &[&str], x: &[Option<f64>]) -> (Vec<ArrayRef>, Vec<ArrayRef>) {
