@@ -80,6 +80,15 @@ impl Task {
         }
     }
 
+    /// A model's output from its margin: the probability of class 1
+    /// (binary, the sigmoid of the log-odds) or the value (regression).
+    pub fn link(self, margin: f64) -> f64 {
+        match self {
+            Task::Binary => crate::math::sigmoid(margin),
+            Task::Regression => margin,
+        }
+    }
+
     /// Parses `binary` / `regression`.
     pub fn parse(s: &str) -> Result<Task> {
         match s {

@@ -4,7 +4,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::data::Task;
-use crate::math::sigmoid;
 
 use super::tree::Tree;
 
@@ -48,11 +47,7 @@ impl GbdtModel {
 
     /// The prediction: probability of class 1 (binary) or the value (regression).
     pub fn predict_row(&self, task: Task, x: &[f64]) -> f64 {
-        let z = self.raw(x);
-        match task {
-            Task::Binary => sigmoid(z),
-            Task::Regression => z,
-        }
+        task.link(self.raw(x))
     }
 
     /// Predictions for rows `range` of column-major features (`cols[j][i]`,
@@ -84,11 +79,7 @@ impl GbdtModel {
             }
         }
         for v in &mut out {
-            let z = self.init + *v;
-            *v = match task {
-                Task::Binary => sigmoid(z),
-                Task::Regression => z,
-            };
+            *v = task.link(self.init + *v);
         }
         out
     }

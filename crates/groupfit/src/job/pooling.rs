@@ -10,7 +10,6 @@ use serde::{Deserialize, Serialize};
 
 use super::prepare::Prepared;
 use crate::data::Task;
-use crate::math::sigmoid;
 use crate::metrics;
 use crate::store::{ModelBundle, Pooling};
 use crate::tune::shrinkage::{choose_k, own_weight, PoolRow, Shrinkage};
@@ -124,29 +123,12 @@ pub(super) fn pool(prepared: &Prepared, bundle: &mut ModelBundle) -> Option<Pool
     }
     bundle.pooling = Some(Pooling { mode, k: ks });
     super::event::trace_stamp(prepared.started, "  pooling: k chosen");
-    // The blend against the deepest model alone, on rows with a model
-    // (`auto`'s blend is the chain just run).
-    let blended = if mode == Shrinkage::Auto {
-        let link = |z: f64| match task {
-            Task::Binary => sigmoid(z),
-            Task::Regression => z,
-        };
-        pooled.iter().map(|&z| link(z)).collect()
-    } else {
-        bundle.blend(&margins, &nodes)
-    };
+    // The blend against the deepest model alone, on rows with a model.
+    let blended = bundle.blend(&margins, &nodes);
     let deepest: Vec<f64> = (0..y.len())
         .map(|i| {
-            let z = margins
-                .iter()
-                .rev()
-                .map(|m| m[i])
-                .find(|z| !z.is_nan())
-                .unwrap_or(f64::NAN);
-            match task {
-                Task::Binary => sigmoid(z),
-                Task::Regression => z,
-            }
+            let z = margins.iter().rev().map(|m| m[i]).find(|z| !z.is_nan());
+            task.link(z.unwrap_or(f64::NAN))
         })
         .collect();
     let scored: Vec<usize> = (0..y.len()).filter(|&i| !deepest[i].is_nan()).collect();

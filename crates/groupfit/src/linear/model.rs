@@ -73,11 +73,7 @@ impl LinearModel {
 
     /// The prediction: probability of class 1 (binary) or the value (regression).
     pub fn predict_row(&self, task: Task, x: &[f64]) -> f64 {
-        let z = self.margin(x);
-        match task {
-            Task::Binary => sigmoid(z),
-            Task::Regression => z,
-        }
+        task.link(self.margin(x))
     }
 
     /// Predictions for rows `range` of column-major features (`cols[j][i]`).

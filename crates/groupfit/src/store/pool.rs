@@ -10,7 +10,6 @@ use arrow_array::ArrayRef;
 use crate::data::keys::{GroupEncoder, GroupKey};
 use crate::data::{Column, Task};
 use crate::error::Result;
-use crate::math::sigmoid;
 use crate::tune::shrinkage::Shrinkage;
 
 use super::predict::{own_model, predict_slots, SlotRows};
@@ -129,11 +128,7 @@ impl ModelBundle {
                     }
                 }
                 mode.weights(&sizes, &k, &mut w);
-                let z: f64 = w.iter().zip(&m).map(|(w, m)| w * m).sum();
-                match self.task {
-                    Task::Binary => sigmoid(z),
-                    Task::Regression => z,
-                }
+                self.task.link(w.iter().zip(&m).map(|(w, m)| w * m).sum())
             })
             .collect()
     }
