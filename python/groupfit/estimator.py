@@ -1,4 +1,12 @@
-"""A scikit-learn compatible estimator over :func:`groupfit.fit`."""
+"""scikit-learn estimators over :func:`groupfit.fit`: one model per group of ``X``'s key columns.
+
+- :class:`GroupedRegressor`: a regressor (``score`` is R²).
+- :class:`GroupedClassifier`: a binary classifier with ``classes_`` in the user's labels.
+- :class:`GroupedEstimator`: picks the task from the target, as ``gf.fit`` does.
+
+They need scikit-learn. They pass its ``check_estimator``; ``docs/python.md``
+lists the checks that do not apply.
+"""
 
 from __future__ import annotations
 
@@ -6,45 +14,29 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_is_fitted
 
-from groupfit._convert import key_list, to_source
-
-try:  # scikit-learn is optional: without it the estimator still works.
-    from sklearn.base import BaseEstimator as _Base
-    from sklearn.exceptions import NotFittedError
-except ImportError:  # pragma: no cover
-    _Base = object
-
-    class NotFittedError(ValueError, AttributeError):
-        """Raised when predicting with an estimator not fitted yet (as
-        scikit-learn's ``NotFittedError``)."""
+from groupfit._sklearn_input import numeric_target, target, to_table
 
 _TARGET = "__groupfit_target__"
 
+Key = Union[str, int]
 
-class GroupedEstimator(_Base):
-    """One model per group, scikit-learn style (a drop-in for scikit-lego's
-    ``GroupedPredictor``): the key columns ``by`` are columns of ``X``.
 
-    ``X``: pandas/polars DataFrame or pyarrow Table; ``y``: array-like. Text
-    and ``category`` columns of ``X`` are categorical features.
-    ``predict`` returns values (regression) or class labels 0/1 (binary, with
-    ``predict_proba`` for probabilities). With ``hierarchy=True`` and
-    ``shrinkage`` it stands in for scikit-lego's ``HierarchicalPredictor``:
-    ``by=["region", "store"]`` as its ``groups``, and its ``shrinkage="equal"``
-    here ``"equal"`` (``"constant:0.5"`` for its ``constant`` with ``alpha``).
-    Other parameters mean what they mean in :func:`groupfit.fit`.
-    """
+class _GroupedBase(BaseEstimator):
+    """What the three estimators share: parameters, input conversion, the engine call."""
 
     def __init__(
         self,
         model: str = "linear",
-        by: Union[str, Sequence[str], None] = None,
+        by: Union[Key, Sequence[Key], None] = None,
         params: Optional[Mapping[str, Any]] = None,
         valid: float = 0.2,
-        features: Optional[Sequence[str]] = None,
-        categorical: Optional[Sequence[str]] = None,
-        task: Optional[str] = None,
+        features: Optional[Sequence[Key]] = None,
+        categorical: Optional[Sequence[Key]] = None,
         min_rows: int = 10,
         threads: int = 0,
         seed: int = 0,
@@ -59,7 +51,6 @@ class GroupedEstimator(_Base):
         self.valid = valid
         self.features = features
         self.categorical = categorical
-        self.task = task
         self.min_rows = min_rows
         self.threads = threads
         self.seed = seed
@@ -68,39 +59,27 @@ class GroupedEstimator(_Base):
         self.hierarchy = hierarchy
         self.shrinkage = shrinkage
 
-    if _Base is object:  # pragma: no cover - minimal protocol without sklearn
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # Every family takes missing features: linear and mlp impute the
+        # training mean, gbdt gives NaN a bin of its own.
+        tags.input_tags.allow_nan = True
+        return tags
 
-        def get_params(self, deep: bool = True) -> dict:
-            return {k: getattr(self, k) for k in _PARAMS}
-
-        def set_params(self, **params: Any) -> "GroupedEstimator":
-            for k, v in params.items():
-                if k not in _PARAMS:
-                    raise ValueError(f"invalid parameter {k!r} for GroupedEstimator")
-                setattr(self, k, v)
-            return self
-
-    def fit(self, X: Any, y: Any) -> "GroupedEstimator":
-        """Trains on ``X`` (with the key columns) and the target ``y``."""
+    def _fit_engine(self, table: pa.Table, keys: list[str], y: np.ndarray, task: str) -> None:
         from groupfit._model import fit
 
-        if self.by is None:
-            raise ValueError("GroupedEstimator needs by= (the key column names)")
-        table = _table(X)
-        yv = np.asarray(y, dtype=np.float64).reshape(-1)
-        if len(yv) != table.num_rows:
-            raise ValueError(f"X has {table.num_rows} rows but y has {len(yv)}")
-        table = table.append_column(_TARGET, pa.array(yv))
+        table = table.append_column(_TARGET, pa.array(np.asarray(y, dtype=np.float64)))
         self.model_ = fit(
             table,
-            by=key_list(self.by),
+            by=keys,
             target=_TARGET,
             model=self.model,
             params=self.params,
             valid=self.valid,
-            features=self.features,
-            categorical=self.categorical,
-            task=self.task,
+            features=_names(self.features),
+            categorical=_names(self.categorical),
+            task=task,
             min_rows=self.min_rows,
             threads=self.threads,
             seed=self.seed,
@@ -109,55 +88,161 @@ class GroupedEstimator(_Base):
             hierarchy=self.hierarchy,
             shrinkage=self.shrinkage,
         )
+
+    def _raw(self, X: Any) -> np.ndarray:
+        """The engine's prediction per row: a value, or the probability of class 1."""
+        check_is_fitted(self, "model_")
+        table, _ = to_table(self, X, reset=False)
+        return self.model_.predict(table)
+
+
+def _names(columns: Optional[Sequence[Key]]) -> Optional[list[str]]:
+    # An array's columns are named by position: "0", "1", ...
+    return None if columns is None else [str(c) for c in columns]
+
+
+class GroupedRegressor(RegressorMixin, _GroupedBase):
+    """One regression model per group (a drop-in for scikit-lego's ``GroupedRegressor``).
+
+    ``X`` is any array-like or a DataFrame or Arrow table. ``by`` names the key
+    columns, or gives their positions in an array. ``predict`` routes each row
+    to its group's model; unseen groups and groups under ``min_rows`` use the
+    global model. Other parameters mean what they mean in :func:`groupfit.fit`.
+    """
+
+    def fit(self, X: Any, y: Any) -> "GroupedRegressor":
+        """Trains on ``X`` (key columns included) and the target ``y``."""
+        table, keys = to_table(self, X, reset=True)
+        yv = numeric_target(self, y, table.num_rows)
+        self._fit_engine(table, keys, yv, "regression")
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The predicted value per row."""
+        return self._raw(X)
+
+
+class GroupedClassifier(ClassifierMixin, _GroupedBase):
+    """One binary classifier per group (a drop-in for scikit-lego's ``GroupedClassifier``).
+
+    Labels may be of any type; ``classes_`` holds the two, sorted.
+    ``predict_proba`` has one column per class in ``classes_`` order. More
+    than two classes raise a ``ValueError``. Parameters as :class:`GroupedRegressor`.
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def fit(self, X: Any, y: Any) -> "GroupedClassifier":
+        """Trains on ``X`` (key columns included) and the labels ``y``."""
+        table, keys = to_table(self, X, reset=True)
+        yv = target(self, y, table.num_rows)
+        check_classification_targets(yv)
+        kind = type_of_target(yv, input_name="y", raise_unknown=True)
+        classes, codes = np.unique(yv, return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs samples of 2 classes; y has 1 class: {classes[0].tolist()!r}"
+            )
+        if kind != "binary":
+            raise ValueError(
+                f"Only binary classification is supported. The type of the target is {kind}."
+            )
+        self.classes_ = classes
+        self._fit_engine(table, keys, codes, "binary")
+        return self
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """``[P(classes_[0]), P(classes_[1])]`` per row."""
+        p = self._raw(X)
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The label per row: ``classes_[1]`` where its probability is above 0.5."""
+        p = self._raw(X)
+        return self.classes_[(p > 0.5).astype(np.intp)]
+
+
+def _binary_or_unfitted(est: "GroupedEstimator") -> bool:
+    if getattr(est, "task_", "binary") != "binary":
+        raise AttributeError("predict_proba is only available for a binary task")
+    return True
+
+
+class GroupedEstimator(_GroupedBase):
+    """One model per group; the task comes from ``task`` or from the target, as in ``gf.fit``.
+
+    A target of only 0 and 1 is binary: ``predict`` gives labels 0/1 and
+    ``predict_proba`` probabilities. Any other target is regression. With
+    ``hierarchy=True`` and ``shrinkage`` it stands in for scikit-lego's
+    ``HierarchicalPredictor``. Parameters as :class:`GroupedRegressor`.
+    """
+
+    def __init__(
+        self,
+        model: str = "linear",
+        by: Union[Key, Sequence[Key], None] = None,
+        params: Optional[Mapping[str, Any]] = None,
+        valid: float = 0.2,
+        features: Optional[Sequence[Key]] = None,
+        categorical: Optional[Sequence[Key]] = None,
+        task: Optional[str] = None,
+        min_rows: int = 10,
+        threads: int = 0,
+        seed: int = 0,
+        strategy: str = "auto",
+        runner: Any = None,
+        hierarchy: bool = False,
+        shrinkage: Optional[str] = None,
+    ):
+        super().__init__(
+            model=model, by=by, params=params, valid=valid, features=features,
+            categorical=categorical, min_rows=min_rows, threads=threads, seed=seed,
+            strategy=strategy, runner=runner, hierarchy=hierarchy, shrinkage=shrinkage,
+        )
+        self.task = task
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+    def fit(self, X: Any, y: Any) -> "GroupedEstimator":
+        """Trains on ``X`` (key columns included) and the target ``y``."""
+        table, keys = to_table(self, X, reset=True)
+        yv = numeric_target(self, y, table.num_rows)
+        task = self.task
+        if task is None:  # the engine's rule: only 0 and 1 is binary
+            task = "binary" if np.all((yv == 0) | (yv == 1)) else "regression"
+        if task == "binary" and len(np.unique(yv)) < 2:
+            raise ValueError(f"a binary target needs both 0 and 1; y has one class only ({yv[0]:g})")
+        self._fit_engine(table, keys, yv, task)
         self.task_ = self.model_.task
-        # scikit-learn's meaning: the columns of X seen in fit (keys included).
-        self.feature_names_in_ = np.asarray(table.column_names[:-1], dtype=object)
-        self.n_features_in_ = len(self.feature_names_in_)
         if self.task_ == "binary":
             self.classes_ = np.array([0, 1])
         return self
 
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "model_"):
-            raise NotFittedError("GroupedEstimator is not fitted yet; call fit(X, y) first")
-
-    def _raw(self, X: Any) -> np.ndarray:
-        self._check_fitted()
-        return self.model_.predict(_table(X))
-
     def predict(self, X: Any) -> np.ndarray:
-        """Values (regression) or labels 0/1 (binary: probability >= 0.5)."""
+        """Values (regression) or labels 0/1 (binary: 1 where its probability is above 0.5)."""
         p = self._raw(X)
         if self.task_ == "binary":
-            return (p >= 0.5).astype(np.int64)
+            return (p > 0.5).astype(np.int64)
         return p
 
+    @available_if(_binary_or_unfitted)
     def predict_proba(self, X: Any) -> np.ndarray:
-        """Class probabilities ``[P(0), P(1)]`` per row (binary only)."""
-        self._check_fitted()
-        if self.task_ != "binary":
-            raise AttributeError("predict_proba is only available for a binary task")
+        """Class probabilities ``[P(0), P(1)]`` per row (binary only: a regression
+        estimator has no ``predict_proba``, as a scikit-learn regressor)."""
         p = self._raw(X)
         return np.column_stack([1.0 - p, p])
 
     def score(self, X: Any, y: Any) -> float:
-        """Accuracy (binary) or R^2 (regression), as scikit-learn's mixins."""
-        p = self.predict(X)
-        yv = np.asarray(y, dtype=np.float64).reshape(-1)
+        """Accuracy (binary) or R² (regression), as scikit-learn's mixins."""
+        from sklearn.metrics import accuracy_score, r2_score
+
+        check_is_fitted(self, "model_")
         if self.task_ == "binary":
-            return float(np.mean(p == yv))
-        ss = float(np.sum((yv - yv.mean()) ** 2))
-        return 1.0 - float(np.sum((yv - p) ** 2)) / ss if ss > 0 else 0.0
-
-
-_PARAMS = (
-    "model", "by", "params", "valid", "features", "categorical", "task", "min_rows",
-    "threads", "seed", "strategy", "runner", "hierarchy", "shrinkage",
-)
-
-
-def _table(X: Any) -> pa.Table:
-    t = to_source(X, "X")
-    if isinstance(t, str):
-        raise TypeError("X: expected a table (pandas/polars DataFrame or pyarrow Table), not a path")
-    return t
+            return float(accuracy_score(y, self.predict(X)))
+        return float(r2_score(y, self.predict(X)))
