@@ -13,9 +13,9 @@ worker). The driver:
    the row numbers, and the actor reads its rows itself (every node must see
    the file at that path: a shared file system); for in-memory input, the
    rows as Arrow through the object store;
-2. runs the two reductions of group statistics (counts and sums, then squared
-   deviations), so every shard is standardised with its group's global
-   statistics, and has every actor build its layout;
+2. runs the family's rounds of group statistics (linear: counts and sums,
+   then squared deviations), so every shard is prepared with its whole
+   group's statistics, and has every actor build its layout;
 3. runs passes: every actor accumulates its units over its shard and updates
    whole groups locally (``step``); the driver combines the partial statistics
    of shared groups in row order (``Coordinator.combine``) and broadcasts them;
@@ -23,8 +23,8 @@ worker). The driver:
    units;
 4. collects the models.
 
-Trees and networks (``model="gbdt"`` / ``"mlp"``) have no remote partial step:
-their groups are placed whole, largest first to the least-loaded actor (the
+Families that are not sharded (``model="gbdt"`` / ``"mlp"`` today) and
+categorical features: groups are placed whole, largest first to the least-loaded actor (the
 global model, fitted on every row, is one such unit), and each actor fits its
 shard with the native engine (``fit_whole``); a dead actor's shard is fitted
 again by its replacement.
@@ -81,14 +81,11 @@ class ShardWorker:
         self.busy += time.perf_counter() - t
         return out
 
-    def moments(self) -> bytes:
-        return self._timed(self.session.moments)
+    def statistics(self, round: int, agreed: bytes) -> bytes:
+        return self._timed(self.session.statistics, round, agreed)
 
-    def deviations(self, means: bytes) -> bytes:
-        return self._timed(self.session.deviations, means)
-
-    def prepare(self, standardisation: bytes, snapshot: Optional[bytes] = None) -> None:
-        self._timed(self.session.prepare, standardisation)
+    def prepare(self, agreed: bytes, snapshot: Optional[bytes] = None) -> None:
+        self._timed(self.session.prepare, agreed)
         if snapshot is not None:
             self.session.restore(snapshot)
 
@@ -275,9 +272,11 @@ class _Driver:
             ray.kill(a)
         self._round(lambda i, a: self.loads[i])
         coord = _native.Coordinator(self.specs)
-        means = coord.reduce_moments(self._round(lambda i, a: a.moments.remote()))
-        devs = self._round(lambda i, a: a.deviations.remote(means))
-        self.std = coord.reduce_deviations(devs)
+        # The family's statistics rounds: what every piece needs of its whole group.
+        self.std = b""
+        for r in range(coord.rounds):
+            agreed = self.std
+            self.std = coord.reduce(self._round(lambda i, a: a.statistics.remote(r, agreed)))
         self._round(lambda i, a: a.prepare.remote(self.std))
         self.prepared = True
         t_setup = time.perf_counter() - t_start
@@ -320,7 +319,7 @@ class _Driver:
         self.info["comm_s"] = max(0.0, t_setup + passes_s - self.info["compute_s"])
         return {
             "models": models,
-            "standardisation": self.std,
+            "impute": coord.impute(),
             "passes": self.passes,
             "passes_s": passes_s,
         }

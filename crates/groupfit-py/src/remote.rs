@@ -12,11 +12,12 @@ use groupfit::data::{rows_per_group, training_means};
 use groupfit::data::{Column, ColumnValues};
 use groupfit::error::{GroupfitError, Result};
 use groupfit::exec::{PassProgress, RunReport};
-use groupfit::family::{Family, FamilyFit, TrainData, UnitFit};
+use groupfit::family::{Family, FamilyFit, TrainData};
 use groupfit::plan::Strategy;
 use groupfit::registry::AnyFamily;
 use groupfit::remote::whole;
-use groupfit::remote::{self, Coordinator as Coord, ShardSpec, WorkerSession as Session};
+use groupfit::remote::{self, AnyCoordinator, AnySession};
+use groupfit::shard::{Piece, ShardRows, ShardSpec};
 use groupfit::store::FittedModel;
 use groupfit::tune::ConfigEntry;
 use groupfit::tune::ParamWords;
@@ -51,10 +52,32 @@ fn spec_from_json(s: &str) -> PyResult<ShardSpec> {
         .map_err(|e| RunnerError::new_err(format!("remote worker protocol: bad shard spec: {e}")))
 }
 
-/// One actor's session: its shard of the data and its units.
+/// A shard's rows from a batch: the target `y`, then the features.
+fn batch_rows(spec: &ShardSpec, batch: &RecordBatch) -> Result<ShardRows> {
+    let label = std::path::Path::new("shard");
+    if batch.num_columns() != spec.d + 1 {
+        return Err(GroupfitError::arg(format!(
+            "remote worker protocol: shard has {} columns, expected {}",
+            batch.num_columns(),
+            spec.d + 1
+        )));
+    }
+    let y = Column::from_array(batch.column(0), "y", label, false)?;
+    let target: Vec<f64> = (0..y.len()).map(|i| y.get(i)).collect();
+    let columns = batch.columns()[1..]
+        .iter()
+        .enumerate()
+        .map(|(j, a)| Column::from_array(a, &format!("f{j}"), label, false))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(ShardRows { columns, target })
+}
+
+/// One actor's session: its shard of the data and its units, for the
+/// family its spec names.
 #[pyclass(module = "groupfit._native", name = "WorkerSession")]
 pub struct WorkerSession {
-    inner: Session,
+    // A lock makes the session `Sync`, so calls can release the GIL.
+    inner: Mutex<Box<dyn AnySession>>,
 }
 
 #[pymethods]
@@ -64,25 +87,9 @@ impl WorkerSession {
     #[new]
     fn new(spec: &str, data: PyArrowType<RecordBatch>) -> PyResult<Self> {
         let spec = spec_from_json(spec)?;
-        let batch = data.0;
-        let label = std::path::Path::new("shard");
-        if batch.num_columns() != spec.d + 1 {
-            return Err(RunnerError::new_err(format!(
-                "remote worker protocol: shard has {} columns, expected {}",
-                batch.num_columns(),
-                spec.d + 1
-            )));
-        }
-        let y = Column::from_array(batch.column(0), "y", label, false).map_err(to_py)?;
-        let y: Vec<f64> = (0..y.len()).map(|i| y.get(i)).collect();
-        let cols = batch.columns()[1..]
-            .iter()
-            .enumerate()
-            .map(|(j, a)| Column::from_array(a, &format!("f{j}"), label, false))
-            .collect::<Result<Vec<_>>>()
-            .map_err(to_py)?;
+        let rows = batch_rows(&spec, &data.0).map_err(to_py)?;
         Ok(WorkerSession {
-            inner: Session::new(spec, cols, y).map_err(to_py)?,
+            inner: Mutex::new(remote::session(spec, rows).map_err(to_py)?),
         })
     }
 
@@ -120,7 +127,7 @@ impl WorkerSession {
             )));
         }
         let inner = py
-            .detach(|| -> Result<Session> {
+            .detach(|| -> Result<Box<dyn AnySession>> {
                 let mut names = vec![target.clone()];
                 names.extend(features.iter().cloned());
                 let batch =
@@ -142,71 +149,86 @@ impl WorkerSession {
                         }
                         e => e,
                     })?;
-                Session::new(spec, cols, y)
+                remote::session(
+                    spec,
+                    ShardRows {
+                        columns: cols,
+                        target: y,
+                    },
+                )
             })
             .map_err(to_py)?;
-        Ok(WorkerSession { inner })
+        Ok(WorkerSession {
+            inner: Mutex::new(inner),
+        })
     }
 
-    /// First round of group statistics (bytes).
-    fn moments<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let v = py.detach(|| self.inner.moments()).map_err(to_py)?;
+    /// Statistics rounds before `prepare`.
+    #[getter]
+    fn rounds(&self) -> usize {
+        self.inner.lock().unwrap().rounds()
+    }
+
+    /// This worker's statistics of round `round`, given the coordinator's
+    /// reduction of the round before (empty bytes for round 0).
+    fn statistics<'py>(
+        &self,
+        py: Python<'py>,
+        round: usize,
+        agreed: &[u8],
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let a = from_bytes(agreed)?;
+        let v = py
+            .detach(|| self.inner.lock().unwrap().statistics(round, &a))
+            .map_err(to_py)?;
         Ok(to_bytes(py, &v))
     }
 
-    /// Second round, given the coordinator's means (bytes).
-    fn deviations<'py>(&mut self, py: Python<'py>, means: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
-        let m = from_bytes(means)?;
-        let v = py.detach(|| self.inner.deviations(&m)).map_err(to_py)?;
-        Ok(to_bytes(py, &v))
-    }
-
-    /// Builds the standardised layout (drops the raw shard).
-    fn prepare(&mut self, py: Python<'_>, standardisation: &[u8]) -> PyResult<()> {
-        let s = from_bytes(standardisation)?;
-        py.detach(|| self.inner.prepare(&s)).map_err(to_py)
+    /// Builds the layout from the last reduction (drops the raw shard).
+    fn prepare(&mut self, py: Python<'_>, agreed: &[u8]) -> PyResult<()> {
+        let a = from_bytes(agreed)?;
+        py.detach(|| self.inner.lock().unwrap().prepare(&a)).map_err(to_py)
     }
 
     /// One pass; returns the partial statistics of shared groups (bytes).
     fn step<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let v = py.detach(|| self.inner.step()).map_err(to_py)?;
+        let v = py.detach(|| self.inner.lock().unwrap().step()).map_err(to_py)?;
         Ok(to_bytes(py, &v))
     }
 
     /// Applies combined statistics; returns the units still active here.
     fn apply(&mut self, py: Python<'_>, combined: &[u8]) -> PyResult<usize> {
         let c = from_bytes(combined)?;
-        py.detach(|| self.inner.apply(&c)).map_err(to_py)
+        py.detach(|| self.inner.lock().unwrap().apply(&c)).map_err(to_py)
     }
 
     /// Units still active here.
     fn active(&self) -> usize {
-        self.inner.active()
+        self.inner.lock().unwrap().active()
     }
 
     /// The units' states (bytes).
     fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let v = self.inner.snapshot().map_err(to_py)?;
-        Ok(to_bytes(py, &v))
+        let v = self.inner.lock().unwrap().snapshot().map_err(to_py)?;
+        Ok(PyBytes::new(py, &v))
     }
 
     /// Restores a snapshot of a session over the same shard.
     fn restore(&mut self, snapshot: &[u8]) -> PyResult<()> {
-        let s = from_bytes(snapshot)?;
-        self.inner.restore(&s).map_err(to_py)
+        self.inner.lock().unwrap().restore(snapshot).map_err(to_py)
     }
 
     /// The fitted models this worker reports (bytes).
     fn models<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let v = self.inner.models().map_err(to_py)?;
-        Ok(to_bytes(py, &v))
+        let v = self.inner.lock().unwrap().models().map_err(to_py)?;
+        Ok(PyBytes::new(py, &v))
     }
 }
 
-/// The driver's reductions.
+/// The driver's reductions, for the family the specs name.
 #[pyclass(module = "groupfit._native", name = "Coordinator")]
 pub struct Coordinator {
-    inner: Coord,
+    inner: Mutex<Box<dyn AnyCoordinator>>,
 }
 
 fn all_bytes(parts: Vec<Vec<u8>>) -> PyResult<Vec<Vec<f64>>> {
@@ -223,33 +245,20 @@ impl Coordinator {
             .map(|s| spec_from_json(s))
             .collect::<PyResult<Vec<_>>>()?;
         Ok(Coordinator {
-            inner: Coord::new(specs).map_err(to_py)?,
+            inner: Mutex::new(remote::coordinator(specs).map_err(to_py)?),
         })
     }
 
-    /// Reduces the workers' moments; returns the means message.
-    fn reduce_moments<'py>(
-        &mut self,
-        py: Python<'py>,
-        parts: Vec<Vec<u8>>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        let v = self
-            .inner
-            .reduce_moments(&all_bytes(parts)?)
-            .map_err(to_py)?;
-        Ok(to_bytes(py, &v))
+    /// Statistics rounds before the passes.
+    #[getter]
+    fn rounds(&self) -> usize {
+        self.inner.lock().unwrap().rounds()
     }
 
-    /// Reduces the workers' deviations; returns the standardisation message.
-    fn reduce_deviations<'py>(
-        &mut self,
-        py: Python<'py>,
-        parts: Vec<Vec<u8>>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        let v = self
-            .inner
-            .reduce_deviations(&all_bytes(parts)?)
-            .map_err(to_py)?;
+    /// Reduces the workers' statistics of the next round; returns the
+    /// message for every worker.
+    fn reduce<'py>(&mut self, py: Python<'py>, parts: Vec<Vec<u8>>) -> PyResult<Bound<'py, PyBytes>> {
+        let v = self.inner.lock().unwrap().reduce(&all_bytes(parts)?).map_err(to_py)?;
         Ok(to_bytes(py, &v))
     }
 
@@ -259,14 +268,19 @@ impl Coordinator {
         py: Python<'py>,
         parts: Vec<Vec<u8>>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let v = self.inner.combine(&all_bytes(parts)?).map_err(to_py)?;
+        let v = self.inner.lock().unwrap().combine(&all_bytes(parts)?).map_err(to_py)?;
         Ok(to_bytes(py, &v))
+    }
+
+    /// The values replacing a missing feature (bytes).
+    fn impute<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        to_bytes(py, &self.inner.lock().unwrap().impute())
     }
 
     /// Passes combined so far.
     #[getter]
     fn passes(&self) -> usize {
-        self.inner.passes
+        self.inner.lock().unwrap().passes()
     }
 }
 
@@ -343,13 +357,13 @@ pub fn fit_whole<'py>(
     Ok(PyBytes::new(py, &out))
 }
 
-/// A registered family fitted by a Python driver on remote workers: the
-/// linear family through the partial-step API (`remote`, groups cut
+/// A registered family fitted by a Python driver on remote workers: a
+/// sharded family through the generic protocol (`remote`, groups cut
 /// across workers), the others with whole groups per worker (`remote::whole`).
 pub struct RemoteFamily {
     /// The registered family.
     pub inner: Box<dyn AnyFamily>,
-    /// Linear: `driver(shards) -> dict(models=[bytes], standardisation=bytes, passes=int, passes_s=float)`
+    /// Sharded families: `driver(shards) -> dict(models=[bytes], impute=bytes, passes=int, passes_s=float)`
     /// where `shards` is a list of `(spec_json, shard)`: `shard` is a
     /// `pyarrow.RecordBatch` (target, then features) when the training data
     /// is in memory, and a dict `{path, target, features, rows}` (rows: file
@@ -556,7 +570,7 @@ impl Family for RemoteFamily {
 
     fn features_from_file(&self) -> bool {
         // Whole-group shards are gathered by the driver.
-        self.inner.name() == "linear"
+        self.inner.sharded()
     }
 
     fn fit(
@@ -567,15 +581,10 @@ impl Family for RemoteFamily {
     ) -> Result<FamilyFit<FittedModel>> {
         // Categorical features travel as codes in whole-group shards (the
         // driver read and coded them; the sharded protocol takes numbers).
-        let categorical = data
-            .kinds
-            .iter()
-            .any(|k| *k != groupfit::data::categorical::FeatureKind::Numeric);
-        if self.inner.name() != "linear" || categorical {
+        let categorical = data.kinds.iter().any(|k| k.levels().is_some());
+        if !self.inner.sharded() || categorical {
             return self.fit_whole(data, configs);
         }
-        let configs = groupfit::linear::configs(configs)?;
-        let d = data.source.map_or(data.columns.len(), |s| s.features.len());
         let ng = data.n_groups;
         let (order, start) = remote::group_sorted(data.rows, data.group_of, ng);
         let mut group_rows: Vec<usize> = (0..ng).map(|g| start[g + 1] - start[g]).collect();
@@ -587,41 +596,17 @@ impl Family for RemoteFamily {
         let mut fit = data.fit.to_vec();
         fit[ng] = true;
         let placement = remote::place(&group_rows, &fit, self.workers, remote::MIN_SHARD_ROWS);
-        let shards = linear_shards(data, &configs, placement, (&order, &start))?;
-        let (models, standardisation, passes, passes_s) = self.run_driver(&shards)?;
+        let shards = shards(self.inner.name(), data, configs, placement, (&order, &start))?;
+        let (models, impute, passes, passes_s) = self.run_driver(&shards)?;
         let specs: Vec<ShardSpec> = shards.into_iter().map(|(s, _, _)| s).collect();
         let cut_groups = shared_groups(&specs);
-        let co = Coord::new(specs)?;
-        let parts = models
-            .iter()
-            .map(|b| from_bytes(b))
-            .collect::<PyResult<Vec<_>>>()
-            .map_err(|e| self.fail(e))?;
-        let fitted = co.finish(&parts)?;
-        let st = from_bytes(&standardisation).map_err(|e| self.fail(e))?;
-        if st.len() < d {
-            return Err(GroupfitError::arg(
-                "remote worker protocol: short standardisation",
-            ));
-        }
-        let mut units: Vec<Vec<UnitFit<FittedModel>>> = fitted
-            .into_iter()
-            .map(|us| {
-                us.into_iter()
-                    .map(|u| UnitFit {
-                        model: FittedModel::Linear(u.model),
-                        iterations: u.iterations,
-                        converged: u.converged,
-                    })
-                    .collect()
-            })
-            .collect();
+        let mut units = remote::coordinator(specs)?.finish(&models)?;
         if !data.fit[ng] {
             units[ng].clear();
         }
         Ok(FamilyFit {
             units,
-            impute: st[..d].to_vec(),
+            impute: from_bytes(&impute).map_err(|e| self.fail(e))?,
             report: RunReport {
                 strategy: Strategy::Hybrid,
                 passes,
@@ -632,34 +617,43 @@ impl Family for RemoteFamily {
     }
 }
 
-/// A shard of a linear run as the driver ships it: its spec, the spec as
-/// JSON, and its rows (or where the actor reads them).
-type LinearShard<'a> = (ShardSpec, String, Shard<'a>);
+/// A shard as the driver ships it: its spec, the spec as JSON, and its
+/// rows (or where the actor reads them).
+type ShippedShard<'a> = (ShardSpec, String, Shard<'a>);
 
 /// One shard per worker of `placement`: the rows of its pieces in
 /// group-sorted order (`sorted`: the order and each group's start in it).
-fn linear_shards<'a>(
+fn shards<'a>(
+    model: &str,
     data: &TrainData<'a>,
-    configs: &[groupfit::linear::LinearConfig],
-    placement: Vec<Vec<remote::Piece>>,
+    configs: &[ConfigEntry],
+    placement: Vec<Vec<Piece>>,
     sorted: (&[u32], &[usize]),
-) -> Result<Vec<LinearShard<'a>>> {
+) -> Result<Vec<ShippedShard<'a>>> {
     let (order, start) = sorted;
     let d = data.source.map_or(data.columns.len(), |s| s.features.len());
     let ng = data.n_groups;
-    let mut shards = Vec::with_capacity(placement.len());
+    let mut out = Vec::with_capacity(placement.len());
     for pieces in placement {
+        let keys = pieces
+            .iter()
+            .map(|p| data.keys.get(p.group).cloned().unwrap_or_default())
+            .collect();
         let spec = ShardSpec {
+            model: model.to_string(),
             task: data.task,
             d,
+            kinds: data.kinds.to_vec(),
             configs: configs.to_vec(),
+            seed: data.seed,
             groups: ng + 1,
             pieces,
+            keys,
         };
         let rows = remote::shard_rows(&spec.pieces, order, start);
         let json = serde_json::to_string(&spec).expect("spec serialises");
         if let Some(src) = data.source {
-            shards.push((spec, json, Shard::File(src, rows)));
+            out.push((spec, json, Shard::File(src, rows)));
             continue;
         }
         let mut fields = vec![Field::new("y", DataType::Float64, false)];
@@ -673,9 +667,9 @@ fn linear_shards<'a>(
         }
         let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
             .map_err(|e| GroupfitError::arg(format!("cannot assemble a shard: {e}")))?;
-        shards.push((spec, json, Shard::Batch(batch)));
+        out.push((spec, json, Shard::Batch(batch)));
     }
-    Ok(shards)
+    Ok(out)
 }
 
 /// Groups whose pieces lie with several workers (the placement is the
@@ -694,10 +688,10 @@ fn shared_groups(specs: &[ShardSpec]) -> usize {
 
 impl RemoteFamily {
     /// Hands the shards to the Python driver; returns each worker's models,
-    /// the standardisation, the passes and the seconds inside them.
+    /// the imputation values, the passes and the seconds inside them.
     fn run_driver(
         &self,
-        shards: &[LinearShard<'_>],
+        shards: &[ShippedShard<'_>],
     ) -> Result<(Vec<Vec<u8>>, Vec<u8>, usize, f64)> {
         let result = Python::attach(|py| -> PyResult<(Vec<Vec<u8>>, Vec<u8>, usize, f64)> {
             let list = PyList::empty(py);
@@ -724,7 +718,7 @@ impl RemoteFamily {
             };
             Ok((
                 get("models")?.extract()?,
-                get("standardisation")?.extract()?,
+                get("impute")?.extract()?,
                 get("passes")?.extract()?,
                 get("passes_s")?.extract()?,
             ))

@@ -208,6 +208,13 @@ pub trait Family {
     fn features_from_file(&self) -> bool {
         false
     }
+    /// Whether the family runs with groups cut over remote workers: it
+    /// implements [`crate::shard::Sharded`], registered in
+    /// [`crate::registry::with_sharded`]. Otherwise the Ray runner places
+    /// its groups whole.
+    fn sharded(&self) -> bool {
+        false
+    }
     /// The cost of one model that does not grow with its rows, in training
     /// rows (of the same model) that cost as much: whole groups are placed on
     /// workers by rows plus this, so a worker given many small groups is not

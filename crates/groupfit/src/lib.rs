@@ -51,6 +51,7 @@ pub mod mlp;
 pub mod plan;
 pub mod registry;
 pub mod remote;
+pub mod shard;
 pub mod store;
 pub mod tune;
 pub mod util;

@@ -9,6 +9,7 @@
 use crate::error::{GroupfitError, Result};
 use crate::exec::{Explain, PassProgress};
 use crate::family::{Family, FamilyFit, TrainData};
+use crate::shard::{ShardSpec, Sharded};
 use crate::store::FittedModel;
 use crate::tune::{ConfigEntry, ParamWords};
 
@@ -24,6 +25,27 @@ pub fn family(name: &str) -> Result<Box<dyn AnyFamily>> {
         _ => Err(GroupfitError::arg(format!(
             "unknown model '{name}' (available: {})",
             MODELS.join(", ")
+        ))),
+    }
+}
+
+/// What [`with_sharded`] calls with the family a shard spec names.
+pub trait ShardedVisitor {
+    /// What the visit returns.
+    type Out;
+    /// Called with the family's remote part.
+    fn visit<S>(self, family: S) -> Self::Out
+    where
+        S: Sharded + Send + 'static,
+        FittedModel: From<S::Model>;
+}
+
+/// Calls `visitor` with the remote part of the family `spec` names.
+pub fn with_sharded<V: ShardedVisitor>(spec: &ShardSpec, visitor: V) -> Result<V::Out> {
+    match spec.model.as_str() {
+        "linear" => Ok(visitor.visit(crate::linear::remote::LinearShards::new(spec)?)),
+        name => Err(GroupfitError::arg(format!(
+            "the {name} family cannot be cut over remote workers"
         ))),
     }
 }
@@ -67,6 +89,8 @@ pub trait AnyFamily: Send + Sync {
     fn features_from_file(&self) -> bool;
     /// See [`Family::model_overhead_rows`].
     fn model_overhead_rows(&self, configs: &[ConfigEntry]) -> usize;
+    /// See [`Family::sharded`].
+    fn sharded(&self) -> bool;
     /// See [`Family::fit`].
     fn fit(
         &self,
@@ -97,6 +121,9 @@ where
     }
     fn model_overhead_rows(&self, configs: &[ConfigEntry]) -> usize {
         Family::model_overhead_rows(self, configs)
+    }
+    fn sharded(&self) -> bool {
+        Family::sharded(self)
     }
     fn fit(
         &self,

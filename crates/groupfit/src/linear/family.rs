@@ -111,6 +111,10 @@ impl Family for Linear {
         "linear"
     }
 
+    fn sharded(&self) -> bool {
+        true
+    }
+
     fn check(&self, points: &[ConfigEntry]) -> Result<()> {
         configs(points).map(|_| ())
     }

@@ -23,6 +23,9 @@ pub struct LinearPass<'a> {
     configs: &'a [LinearConfig],
     /// Per group, the L2 penalty of each standardised coefficient (`1 / scale^2`).
     penalty: Vec<f64>,
+    /// Per group, the rows of the whole group, where a layout group is a
+    /// piece of it (a remote worker's shard); `None`: the layout's groups.
+    whole_rows: Option<Vec<usize>>,
 }
 
 impl<'a> LinearPass<'a> {
@@ -38,18 +41,33 @@ impl<'a> LinearPass<'a> {
             task,
             configs,
             penalty,
+            whole_rows: None,
         }
+    }
+
+    /// The same family where layout group `g` is a piece of a group of
+    /// `rows[g]` rows (its blocks numbered within the whole group): the
+    /// Hessian sample and the objective's scale are the whole group's.
+    pub fn pieces_of(mut self, rows: Vec<usize>) -> Self {
+        self.whole_rows = Some(rows);
+        self
     }
 }
 
 impl LinearPass<'_> {
+    /// Rows of `group`'s whole group.
+    fn rows_of(&self, group: usize) -> usize {
+        match &self.whole_rows {
+            Some(r) => r[group],
+            None => self.matrix.rows_of(group),
+        }
+    }
+
     /// The Hessian sample of `group`: every `stride`-th block.
     fn stride(&self, group: usize) -> usize {
         solver::hessian_stride(
             self.task,
-            self.matrix
-                .rows_of(group)
-                .div_ceil(crate::data::layout::BLOCK),
+            self.rows_of(group).div_ceil(crate::data::layout::BLOCK),
         )
     }
 }
@@ -162,7 +180,7 @@ impl PartialStep for LinearPass<'_> {
             stats,
             pen,
             &self.configs[k],
-            self.matrix.rows_of(group),
+            self.rows_of(group),
             scratch,
         );
     }
@@ -182,7 +200,7 @@ impl PartialStep for LinearPass<'_> {
             stats,
             self.configs,
             &self.penalty[group * d..(group + 1) * d],
-            self.matrix.rows_of(group),
+            self.rows_of(group),
             scratch,
         );
     }

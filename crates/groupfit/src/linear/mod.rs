@@ -19,6 +19,7 @@ pub mod kernel;
 pub mod model;
 pub mod newton;
 pub mod params;
+pub mod remote;
 mod slots;
 pub mod solver;
 mod tiles;

@@ -15,6 +15,8 @@
 //! The three functions hold no threads and no global state; callers own every
 //! buffer (a [`Scratch`] per worker), so the hot loop does not allocate.
 
+use serde::{Deserialize, Serialize};
+
 use super::kernel::{accumulate_blocks, BlockScratch, UnitRef};
 use super::newton::{newton_batch, BatchScratch, BATCH};
 use super::params::LinearConfig;
@@ -78,7 +80,7 @@ impl Scratch {
 }
 
 /// Where one unit is in its Newton iteration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Status {
     /// Still iterating: needs another pass.
     Active,
@@ -88,8 +90,9 @@ pub enum Status {
     MaxIter,
 }
 
-/// The state of one (group, config) unit between passes.
-#[derive(Debug, Clone)]
+/// The state of one (group, config) unit between passes (serialised in a
+/// remote worker's snapshots).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct UnitState {
     /// Current weights in standardised coordinates; the last entry is the intercept.
     pub w: Vec<f64>,
@@ -173,69 +176,6 @@ impl UnitState {
     /// Hessian: every unit takes the same steps either way.
     pub fn needs_hessian(&self) -> bool {
         self.hessian
-    }
-
-    /// Appends the state to `out` as `f64` values (`3 (d + 1) + 10` of them):
-    /// what a remote worker's snapshot holds.
-    pub fn save(&self, out: &mut Vec<f64>) {
-        out.extend_from_slice(&self.w);
-        if self.line.is_empty() {
-            // Before the first step: the accepted point is `w`, no direction.
-            out.extend_from_slice(&self.w);
-            out.extend(std::iter::repeat_n(0.0, self.w.len()));
-        } else {
-            out.extend_from_slice(&self.line);
-        }
-        let status = match self.status {
-            Status::Active => 0.0,
-            Status::Converged => 1.0,
-            Status::MaxIter => 2.0,
-        };
-        out.extend_from_slice(&[
-            self.f_base,
-            self.slope,
-            self.alpha,
-            f64::from(self.iter),
-            f64::from(self.passes),
-            status,
-            self.objective,
-            self.grad_max,
-            self.grad_prev,
-            f64::from(u8::from(self.hessian)),
-        ]);
-    }
-
-    /// Reads a state written by [`UnitState::save`] (for the same number of
-    /// features) from the start of `v`; returns the values read, or `None`
-    /// when `v` is too short or malformed.
-    pub fn load(&mut self, v: &[f64]) -> Option<usize> {
-        let p = self.w.len();
-        let n = 3 * p + 10;
-        if v.len() < n {
-            return None;
-        }
-        self.w.copy_from_slice(&v[..p]);
-        self.line.clear();
-        self.line.extend_from_slice(&v[p..3 * p]);
-        let t = &v[3 * p..n];
-        self.status = match t[5] {
-            0.0 => Status::Active,
-            1.0 => Status::Converged,
-            2.0 => Status::MaxIter,
-            _ => return None,
-        };
-        (self.f_base, self.slope, self.alpha) = (t[0], t[1], t[2]);
-        (self.iter, self.passes) = (t[3] as u32, t[4] as u32);
-        (self.objective, self.grad_max, self.grad_prev) = (t[6], t[7], t[8]);
-        self.hessian = match t[9] {
-            0.0 => false,
-            1.0 => true,
-            _ => return None,
-        };
-        if self.status != Status::Active {
-            self.line = Vec::new();
-        }
-        Some(n)
     }
 }
 

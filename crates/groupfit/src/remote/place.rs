@@ -1,49 +1,9 @@
 //! Placement of the training groups on remote workers: which worker holds
-//! which rows of which group ([`Piece`]s, one [`ShardSpec`] per worker), and
-//! the rows of each worker's shard in group-sorted order.
-
-use serde::{Deserialize, Serialize};
+//! which rows of which group ([`Piece`]s, one list per worker), and the
+//! rows of each worker's shard in group-sorted order.
 
 use crate::data::layout::BLOCK;
-use crate::data::Task;
-use crate::linear::LinearConfig;
-
-/// A run of rows of one group held by one worker.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Piece {
-    /// The group (the global pseudo-group is `n_groups`).
-    pub group: usize,
-    /// First row of the piece inside its group (a multiple of [`BLOCK`]).
-    pub offset: usize,
-    /// Rows in the piece.
-    pub rows: usize,
-    /// Rows of the whole group.
-    pub group_rows: usize,
-    /// Whether other workers hold other pieces of the group.
-    pub shared: bool,
-}
-
-/// What one worker trains: its pieces, in the order of its rows.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ShardSpec {
-    /// Binary or regression.
-    pub task: Task,
-    /// Number of features.
-    pub d: usize,
-    /// The grid.
-    pub configs: Vec<LinearConfig>,
-    /// Groups including the global pseudo-group (`n_groups + 1`).
-    pub groups: usize,
-    /// The pieces; the worker's rows are their rows, concatenated in this order.
-    pub pieces: Vec<Piece>,
-}
-
-impl ShardSpec {
-    /// Rows of the shard.
-    pub fn rows(&self) -> usize {
-        self.pieces.iter().map(|p| p.rows).sum()
-    }
-}
+use crate::shard::Piece;
 
 /// A group is cut only when every worker's piece would have at least this many
 /// rows: the network term of the placement. Below it, shipping the piece's
