@@ -66,10 +66,16 @@ class Bundle:
     def scores(self) -> pa.RecordBatch: ...
 
 class WorkerSession:
-    def __init__(self, spec: str, data: pa.RecordBatch) -> None: ...
+    def __init__(self, spec: str, data: pa.RecordBatch, valid: pa.RecordBatch) -> None: ...
     @staticmethod
     def from_parquet(
-        spec: str, path: str, target: str, features: List[str], rows: bytes, threads: int = 1
+        spec: str,
+        path: str,
+        target: str,
+        features: List[str],
+        rows: bytes,
+        valid: pa.RecordBatch,
+        threads: int = 1,
     ) -> WorkerSession: ...
     @property
     def rounds(self) -> int: ...

@@ -57,11 +57,12 @@ class ShardWorker:
         self.session = None
         self.busy = 0.0
 
-    def load(self, spec: str, shard: Any, threads: int = 1) -> None:
+    def load(self, spec: str, shard: Any, valid: Any, threads: int = 1) -> None:
         """Takes the shard and its spec: the rows as Arrow (from the object
         store), or, for a Parquet input, where to read them (``path``, the
         ``target`` and ``features`` columns, file ``rows``): the actor reads
-        its own rows, and the driver never holds the training features."""
+        its own rows, and the driver never holds the training features.
+        ``valid``: its pieces' validation rows (Arrow)."""
         if isinstance(shard, dict):
             self.session = self._timed(
                 _native.WorkerSession.from_parquet,
@@ -70,10 +71,11 @@ class ShardWorker:
                 shard["target"],
                 shard["features"],
                 shard["rows"],
+                valid,
                 threads,
             )
         else:
-            self.session = self._timed(_native.WorkerSession, spec, shard)
+            self.session = self._timed(_native.WorkerSession, spec, shard, valid)
 
     def _timed(self, f: Callable, *args):
         t = time.perf_counter()
@@ -122,7 +124,8 @@ class _Driver:
 
     def _start(self, i: int):
         a = self.actors[i] if i < len(self.actors) and self.actors[i] is not None else self._new_actor()
-        self.loads[i] = a.load.remote(self.specs[i], self.refs[i], max(1, int(self.runner.cpus_per_worker)))
+        shard, valid = self.refs[i]
+        self.loads[i] = a.load.remote(self.specs[i], shard, valid, max(1, int(self.runner.cpus_per_worker)))
         return a
 
     def close(self) -> None:
@@ -189,13 +192,13 @@ class _Driver:
             raise
 
     def __call__(self, shards: list) -> dict:
-        self.specs = [s for s, _ in shards]
+        self.specs = [s for s, _, _ in shards]
         # Parquet input: actors read their own rows (see ShardWorker.load).
-        self.info["shards_from"] = "parquet" if all(isinstance(b, dict) for _, b in shards) else "arrow"
+        self.info["shards_from"] = "parquet" if all(isinstance(b, dict) for _, b, _ in shards) else "arrow"
         self.info["shard_bytes_sent"] = sum(
-            len(b["rows"]) if isinstance(b, dict) else b.nbytes for _, b in shards
+            (len(b["rows"]) if isinstance(b, dict) else b.nbytes) + v.nbytes for _, b, v in shards
         )
-        self.refs = [ray.put(b) for _, b in shards]
+        self.refs = [(ray.put(b), ray.put(v)) for _, b, v in shards]
         del shards
         try:
             with self._engine_errors():
@@ -301,9 +304,11 @@ class _Driver:
         models = self._round(lambda i, a: a.models.remote())
         compute = self._round(lambda i, a: a.compute_seconds.remote())
         pieces = [json.loads(s)["pieces"] for s in self.specs]
+        self.info["model"] = json.loads(self.specs[0])["model"]
         self.info.update(
             runner="ray",
             workers=n,
+            placement="pieces",
             passes=self.passes,
             setup_s=t_setup,
             passes_s=passes_s,

@@ -1,7 +1,8 @@
 """The Ray runner on a real multi-node Ray cluster simulated on this machine
 (ray.cluster_utils.Cluster, 2 nodes): the same models as the native runner,
-groups sharded across actors, an actor killed mid-training replaced and
-training resumed, a repeated fault failing with a clear error."""
+groups sharded across actors (linear and gbdt), whole groups per actor
+(mlp), an actor killed mid-training replaced and training resumed, a
+repeated fault failing with a clear error."""
 
 from __future__ import annotations
 
@@ -175,16 +176,49 @@ def test_infinite_value_read_by_an_actor_names_the_file_row(cluster, tmp_path):
     assert not out.exists()
 
 
+TREES = {"rounds": [12], "num_leaves": [4, 7], "min_data_in_leaf": [5], "early_stopping_rounds": [3]}
+
+
+@pytest.mark.parametrize("task", ["binary", "regression"])
+def test_gbdt_cut_over_actors_equals_native(cluster, task):
+    # The big group and the global model are cut over both actors: each holds
+    # a piece, the histograms are reduced every pass, every holder applies
+    # the same split; early stopping sees the group's validation rows.
+    train, valid = data(task, 93)
+    kw = dict(by="g", target="y", model="gbdt", params=TREES, valid=valid, min_rows=10, seed=3)
+    native = gf.fit(train, **kw)
+    remote = gf.fit(train, runner=gf.RayRunner(workers=2), **kw)
+    assert_same(native, remote, valid)
+    info = remote.runner_info
+    assert info["placement"] == "pieces" and info["model"] == "gbdt"
+    assert info["shared_groups"] >= 2 and remote.summary["cut_groups"] == info["shared_groups"]
+    assert info["passes"] > 12  # a pass is one histogram of the cut boosters
+
+
+def test_gbdt_actor_killed_mid_run_is_replaced(cluster):
+    train, valid = data("binary", 97)
+    kw = dict(by="g", target="y", model="gbdt", params=TREES, valid=valid, min_rows=10)
+    native = gf.fit(train, **kw)
+    killed = []
+
+    def kill_once(pass_index, actors):
+        if pass_index == 5 and not killed:
+            ray.kill(actors[0])
+            killed.append(pass_index)
+
+    remote = gf.fit(train, runner=gf.RayRunner(workers=2, max_restarts=1, fault_hook=kill_once), **kw)
+    assert killed == [5] and remote.runner_info["restarts"] == [{"worker": 0, "pass": 5}]
+    assert remote.runner_info["shared_groups"] >= 2
+    assert_same(native, remote, valid)
+
+
 @pytest.mark.parametrize(
     "model,params",
-    [
-        ("gbdt", {"rounds": [12], "num_leaves": [4, 7], "min_data_in_leaf": [5], "early_stopping_rounds": [3]}),
-        ("mlp", {"hidden": [8], "lr": [0.01, 0.003], "epochs": [2], "batch_size": [32]}),
-    ],
+    [("mlp", {"hidden": [8], "lr": [0.01, 0.003], "epochs": [2], "batch_size": [32]})],
 )
-def test_trees_and_networks_by_whole_groups_equal_native(cluster, model, params):
-    # The families without a remote partial step: whole groups per actor,
-    # the global model one of them; models and scores are the native ones.
+def test_networks_by_whole_groups_equal_native(cluster, model, params):
+    # A family without a remote partial step: whole groups per actor, the
+    # global model one of them; models and scores are the native ones.
     train, valid = data("binary", 91)
     kw = dict(by="g", target="y", model=model, params=params, valid=valid, min_rows=10, seed=3)
     native = gf.fit(train, **kw)
@@ -206,8 +240,8 @@ def test_trees_and_networks_by_whole_groups_equal_native(cluster, model, params)
     [("linear", {"C": [0.1, 10.0]}), ("gbdt", {"rounds": [8], "num_leaves": [4, 7], "min_data_in_leaf": [5]})],
 )
 def test_without_the_global_model_ray_equals_native(cluster, model, params):
-    # global_model=False: the remote partial step (linear) and whole groups
-    # (gbdt) fit no global model; the 4-row group has none.
+    # global_model=False: the sharded families (linear, gbdt) fit no global
+    # model; the 4-row group has none.
     train, valid = data("binary", 41)
     kw = dict(by="g", target="y", model=model, params=params, valid=valid, min_rows=10, global_model=False)
     native = gf.fit(train, **kw)
@@ -221,7 +255,7 @@ def test_without_the_global_model_ray_equals_native(cluster, model, params):
 
 def test_whole_group_actor_killed_is_replaced(cluster):
     train, valid = data("regression", 95)
-    kw = dict(by="g", target="y", model="gbdt", params={"rounds": [8], "num_leaves": [4]}, valid=valid)
+    kw = dict(by="g", target="y", model="mlp", params={"hidden": [8], "epochs": [2]}, valid=valid)
     native = gf.fit(train, **kw)
     killed = []
 
@@ -232,7 +266,7 @@ def test_whole_group_actor_killed_is_replaced(cluster):
 
     remote = gf.fit(train, runner=gf.RayRunner(workers=2, max_restarts=1, fault_hook=kill_once), **kw)
     assert killed == [0] and remote.runner_info["restarts"] == [{"worker": 1, "pass": 0}]
-    assert_same(native, remote, valid)
+    assert_same(native, remote, valid, rtol=1e-5)
 
 
 @pytest.mark.parametrize("model,params", [("linear", {"C": [0.1, 1.0]}), ("gbdt", {"rounds": [8], "num_leaves": [4]})])

@@ -52,24 +52,50 @@ fn spec_from_json(s: &str) -> PyResult<ShardSpec> {
         .map_err(|e| RunnerError::new_err(format!("remote worker protocol: bad shard spec: {e}")))
 }
 
-/// A shard's rows from a batch: the target `y`, then the features.
-fn batch_rows(spec: &ShardSpec, batch: &RecordBatch) -> Result<ShardRows> {
+/// A batch's `u32` column `i`, or `None` when it is not one.
+fn u32s(batch: &RecordBatch, i: usize) -> Result<Vec<u32>> {
+    let a = batch
+        .column(i)
+        .as_any()
+        .downcast_ref::<UInt32Array>()
+        .ok_or_else(|| GroupfitError::arg("remote worker protocol: bad row-number column"))?;
+    Ok(a.values().to_vec())
+}
+
+/// A batch of `n` (a `u32` column: table rows or pieces), `y`, then the
+/// features: the three, after checking the width.
+fn split_batch(spec: &ShardSpec, batch: &RecordBatch) -> Result<(Vec<u32>, Vec<f64>, Vec<Column>)> {
     let label = std::path::Path::new("shard");
-    if batch.num_columns() != spec.d + 1 {
+    if batch.num_columns() != spec.d + 2 {
         return Err(GroupfitError::arg(format!(
             "remote worker protocol: shard has {} columns, expected {}",
             batch.num_columns(),
-            spec.d + 1
+            spec.d + 2
         )));
     }
-    let y = Column::from_array(batch.column(0), "y", label, false)?;
+    let y = Column::from_array(batch.column(1), "y", label, false)?;
     let target: Vec<f64> = (0..y.len()).map(|i| y.get(i)).collect();
-    let columns = batch.columns()[1..]
+    let columns = batch.columns()[2..]
         .iter()
         .enumerate()
         .map(|(j, a)| Column::from_array(a, &format!("f{j}"), label, false))
         .collect::<Result<Vec<_>>>()?;
-    Ok(ShardRows { columns, target })
+    Ok((u32s(batch, 0)?, target, columns))
+}
+
+/// A shard's rows from its batches: `train` (`row`, `y`, features) and
+/// `valid` (`piece`, `y`, features).
+fn batch_rows(spec: &ShardSpec, train: &RecordBatch, valid: &RecordBatch) -> Result<ShardRows> {
+    let (ids, target, columns) = split_batch(spec, train)?;
+    let (valid_piece, valid_target, valid_columns) = split_batch(spec, valid)?;
+    Ok(ShardRows {
+        columns,
+        target,
+        ids,
+        valid_columns,
+        valid_target,
+        valid_piece,
+    })
 }
 
 /// One actor's session: its shard of the data and its units, for the
@@ -82,12 +108,13 @@ pub struct WorkerSession {
 
 #[pymethods]
 impl WorkerSession {
-    /// A session over the shard `spec` (JSON) whose rows are `data`: a table
-    /// with the target `y` and the features, in spec order.
+    /// A session over the shard `spec` (JSON) whose rows are `data` (the
+    /// table row numbers, the target `y` and the features, in spec order)
+    /// and the validation rows `valid` (each row's piece, `y`, features).
     #[new]
-    fn new(spec: &str, data: PyArrowType<RecordBatch>) -> PyResult<Self> {
+    fn new(spec: &str, data: PyArrowType<RecordBatch>, valid: PyArrowType<RecordBatch>) -> PyResult<Self> {
         let spec = spec_from_json(spec)?;
-        let rows = batch_rows(&spec, &data.0).map_err(to_py)?;
+        let rows = batch_rows(&spec, &data.0, &valid.0).map_err(to_py)?;
         Ok(WorkerSession {
             inner: Mutex::new(remote::session(spec, rows).map_err(to_py)?),
         })
@@ -97,9 +124,10 @@ impl WorkerSession {
     /// `rows` (little-endian `u32` bytes, in shard order) of the Parquet file
     /// `path`: the actor reads the target and the features itself, so the
     /// driver never holds them. An infinite feature value is an error naming
-    /// the column, the file and the file row.
+    /// the column, the file and the file row. `valid` as for a batch shard.
     #[staticmethod]
-    #[pyo3(signature = (spec, path, target, features, rows, threads=1))]
+    #[pyo3(signature = (spec, path, target, features, rows, valid, threads=1))]
+    #[allow(clippy::too_many_arguments)]
     fn from_parquet(
         py: Python<'_>,
         spec: &str,
@@ -107,9 +135,12 @@ impl WorkerSession {
         target: String,
         features: Vec<String>,
         rows: &[u8],
+        valid: PyArrowType<RecordBatch>,
         threads: usize,
     ) -> PyResult<Self> {
         let spec = spec_from_json(spec)?;
+        let (valid_piece, valid_target, valid_columns) =
+            split_batch(&spec, &valid.0).map_err(to_py)?;
         if rows.len() % 4 != 0 {
             return Err(RunnerError::new_err(
                 "remote worker protocol: row list is not a whole number of u32 values",
@@ -154,6 +185,10 @@ impl WorkerSession {
                     ShardRows {
                         columns: cols,
                         target: y,
+                        ids: rows,
+                        valid_columns,
+                        valid_target,
+                        valid_piece,
                     },
                 )
             })
@@ -351,7 +386,7 @@ pub fn fit_whole<'py>(
                 },
                 threads,
             )?;
-            Ok(serde_json::to_vec(&fit).expect("a fit serialises"))
+            groupfit::codec::to_packed(&fit).map_err(GroupfitError::arg)
         })
         .map_err(to_py)?;
     Ok(PyBytes::new(py, &out))
@@ -526,7 +561,7 @@ impl RemoteFamily {
         };
         let mut family_impute = Vec::new();
         for ((spec, ..), bytes) in shards.iter().zip(&results) {
-            let wf: whole::WholeFit = serde_json::from_slice(bytes).map_err(|e| {
+            let wf: whole::WholeFit = groupfit::codec::from_packed(bytes).map_err(|e| {
                 GroupfitError::arg(format!("remote worker protocol: bad result: {e}"))
             })?;
             if wf.groups.len() != spec.groups.len() || wf.global.is_empty() == spec.global {
@@ -589,16 +624,23 @@ impl Family for RemoteFamily {
         let (order, start) = remote::group_sorted(data.rows, data.group_of, ng);
         let mut group_rows: Vec<usize> = (0..ng).map(|g| start[g + 1] - start[g]).collect();
         group_rows.push(data.rows.len());
-        // The imputation values are the global pseudo-group's moments (every
-        // training row, which the driver does not read here): without the
-        // global model its rows are still placed and fitted, and its units
-        // dropped at the end (a known cost of `--no-global` on this path).
+        // A family may need the global pseudo-group's rows (linear: its
+        // moments are the imputation values, and the driver does not read
+        // the features): without the global model they are still placed
+        // and fitted, and its units dropped at the end.
+        let needs = self.inner.shard_needs(configs);
         let mut fit = data.fit.to_vec();
-        fit[ng] = true;
+        fit[ng] |= needs.global_rows;
         let placement = remote::place(&group_rows, &fit, self.workers, remote::MIN_SHARD_ROWS);
-        let shards = shards(self.inner.name(), data, configs, placement, (&order, &start))?;
+        let shards = shards(
+            (self.inner.name(), needs.validation),
+            data,
+            configs,
+            placement,
+            (&order, &start),
+        )?;
         let (models, impute, passes, passes_s) = self.run_driver(&shards)?;
-        let specs: Vec<ShardSpec> = shards.into_iter().map(|(s, _, _)| s).collect();
+        let specs: Vec<ShardSpec> = shards.into_iter().map(|(s, ..)| s).collect();
         let cut_groups = shared_groups(&specs);
         let mut units = remote::coordinator(specs)?.finish(&models)?;
         if !data.fit[ng] {
@@ -617,14 +659,43 @@ impl Family for RemoteFamily {
     }
 }
 
-/// A shard as the driver ships it: its spec, the spec as JSON, and its
-/// rows (or where the actor reads them).
-type ShippedShard<'a> = (ShardSpec, String, Shard<'a>);
+/// A shard as the driver ships it: its spec, the spec as JSON, its rows
+/// (or where the actor reads them), and its pieces' validation rows.
+type ShippedShard<'a> = (ShardSpec, String, Shard<'a>, RecordBatch);
+
+/// A batch of `first` (a `u32` column named `name`), the target at `rows`
+/// and the features at `rows`.
+fn rows_batch(
+    (name, first): (&str, Vec<u32>),
+    columns: &[Column],
+    target: &[f64],
+    rows: &[u32],
+) -> Result<RecordBatch> {
+    let mut fields = vec![
+        Field::new(name, DataType::UInt32, false),
+        Field::new("y", DataType::Float64, false),
+    ];
+    let mut cols: Vec<ArrayRef> = vec![
+        Arc::new(UInt32Array::from(first)),
+        Arc::new(Float64Array::from_iter_values(
+            rows.iter().map(|&r| target[r as usize]),
+        )),
+    ];
+    for (j, c) in columns.iter().enumerate() {
+        let a = gather(c, rows);
+        fields.push(Field::new(format!("f{j}"), a.data_type().clone(), false));
+        cols.push(a);
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
+        .map_err(|e| GroupfitError::arg(format!("cannot assemble a shard: {e}")))
+}
 
 /// One shard per worker of `placement`: the rows of its pieces in
-/// group-sorted order (`sorted`: the order and each group's start in it).
+/// group-sorted order (`sorted`: the order and each group's start in it),
+/// and, `with_valid`, the validation rows of its pieces' groups (all of
+/// them for the global model's pieces).
 fn shards<'a>(
-    model: &str,
+    (model, with_valid): (&str, bool),
     data: &TrainData<'a>,
     configs: &[ConfigEntry],
     placement: Vec<Vec<Piece>>,
@@ -633,12 +704,31 @@ fn shards<'a>(
     let (order, start) = sorted;
     let d = data.source.map_or(data.columns.len(), |s| s.features.len());
     let ng = data.n_groups;
+    // Validation rows by group.
+    let mut valid_of: Vec<Vec<u32>> = vec![Vec::new(); ng];
+    for (&r, g) in data.valid.rows.iter().zip(data.valid.groups) {
+        if let Some(g) = g {
+            valid_of[*g as usize].push(r);
+        }
+    }
     let mut out = Vec::with_capacity(placement.len());
     for pieces in placement {
         let keys = pieces
             .iter()
             .map(|p| data.keys.get(p.group).cloned().unwrap_or_default())
             .collect();
+        let (mut vrows, mut vpiece) = (Vec::new(), Vec::new());
+        for (i, p) in pieces.iter().enumerate().filter(|_| with_valid) {
+            let rows = valid_of.get(p.group).map_or(data.valid.rows, |v| &v[..]);
+            vrows.extend_from_slice(rows);
+            vpiece.extend(std::iter::repeat_n(i as u32, rows.len()));
+        }
+        let valid = rows_batch(
+            ("piece", vpiece),
+            data.valid.columns,
+            data.valid.target,
+            &vrows,
+        )?;
         let spec = ShardSpec {
             model: model.to_string(),
             task: data.task,
@@ -653,21 +743,11 @@ fn shards<'a>(
         let rows = remote::shard_rows(&spec.pieces, order, start);
         let json = serde_json::to_string(&spec).expect("spec serialises");
         if let Some(src) = data.source {
-            out.push((spec, json, Shard::File(src, rows)));
+            out.push((spec, json, Shard::File(src, rows), valid));
             continue;
         }
-        let mut fields = vec![Field::new("y", DataType::Float64, false)];
-        let mut cols: Vec<ArrayRef> = vec![Arc::new(Float64Array::from_iter_values(
-            rows.iter().map(|&r| data.target[r as usize]),
-        ))];
-        for (j, c) in data.columns.iter().enumerate() {
-            let a = gather(c, &rows);
-            fields.push(Field::new(format!("f{j}"), a.data_type().clone(), false));
-            cols.push(a);
-        }
-        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
-            .map_err(|e| GroupfitError::arg(format!("cannot assemble a shard: {e}")))?;
-        out.push((spec, json, Shard::Batch(batch)));
+        let batch = rows_batch(("row", rows.clone()), data.columns, data.target, &rows)?;
+        out.push((spec, json, Shard::Batch(batch), valid));
     }
     Ok(out)
 }
@@ -695,7 +775,7 @@ impl RemoteFamily {
     ) -> Result<(Vec<Vec<u8>>, Vec<u8>, usize, f64)> {
         let result = Python::attach(|py| -> PyResult<(Vec<Vec<u8>>, Vec<u8>, usize, f64)> {
             let list = PyList::empty(py);
-            for (_, json, shard) in shards {
+            for (_, json, shard, valid) in shards {
                 let item = match shard {
                     Shard::Batch(batch) => batch.to_pyarrow(py)?,
                     Shard::File(src, rows) => {
@@ -708,7 +788,7 @@ impl RemoteFamily {
                         d.into_any()
                     }
                 };
-                list.append((json.as_str(), item))?;
+                list.append((json.as_str(), item, valid.to_pyarrow(py)?))?;
             }
             let out = self.driver.bind(py).call1((list,))?;
             let out = out.cast::<PyDict>()?;

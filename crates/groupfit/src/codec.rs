@@ -64,6 +64,32 @@ pub fn with_section<R>(section: &[u8], f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// A value as the model file holds it, JSON text and its binary section,
+/// packed in one buffer: every float bit kept (JSON alone cannot hold an
+/// infinite threshold). What remote workers send of models and trees.
+pub fn to_packed<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, String> {
+    let mut section = Vec::new();
+    let json = collect(0, &mut section, || serde_json::to_vec(value)).map_err(|e| e.to_string())?;
+    let mut out = Vec::with_capacity(8 + json.len() + section.len());
+    out.extend_from_slice(&(json.len() as u64).to_le_bytes());
+    out.extend_from_slice(&json);
+    out.extend_from_slice(&section);
+    Ok(out)
+}
+
+/// The value of a buffer written by [`to_packed`].
+pub fn from_packed<T: serde::de::DeserializeOwned>(packed: &[u8]) -> Result<T, String> {
+    let (head, rest) = packed
+        .split_at_checked(8)
+        .ok_or("a packed value without its header")?;
+    let n = u64::from_le_bytes(head.try_into().expect("8 bytes"));
+    let (json, section) = usize::try_from(n)
+        .ok()
+        .and_then(|n| rest.split_at_checked(n))
+        .ok_or("a packed value shorter than its header says")?;
+    with_section(section, || serde_json::from_slice(json)).map_err(|e| e.to_string())
+}
+
 /// The `n * width` bytes from float place `at` of the current section
 /// (`width`: bytes a value), handed to `read`.
 fn from_section_bytes<R>(

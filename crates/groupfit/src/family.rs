@@ -188,6 +188,17 @@ pub fn fit_parts<M>(
     })
 }
 
+/// What a sharded family's workers need beyond their pieces' training rows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShardNeeds {
+    /// Their groups' validation rows (gbdt's early stopping).
+    pub validation: bool,
+    /// The global pseudo-group's rows placed even without the global model
+    /// (linear: its moments are the imputation values); its units are then
+    /// dropped.
+    pub global_rows: bool,
+}
+
 /// A model family.
 pub trait Family {
     /// The fitted model of one unit.
@@ -214,6 +225,12 @@ pub trait Family {
     /// its groups whole.
     fn sharded(&self) -> bool {
         false
+    }
+    /// What a sharded family's workers need beyond their pieces' rows with
+    /// this grid.
+    fn shard_needs(&self, configs: &[ConfigEntry]) -> ShardNeeds {
+        let _ = configs;
+        ShardNeeds::default()
     }
     /// The cost of one model that does not grow with its rows, in training
     /// rows (of the same model) that cost as much: whole groups are placed on

@@ -8,7 +8,7 @@
 
 use crate::error::{GroupfitError, Result};
 use crate::exec::{Explain, PassProgress};
-use crate::family::{Family, FamilyFit, TrainData};
+use crate::family::{Family, FamilyFit, ShardNeeds, TrainData};
 use crate::shard::{ShardSpec, Sharded};
 use crate::store::FittedModel;
 use crate::tune::{ConfigEntry, ParamWords};
@@ -44,6 +44,7 @@ pub trait ShardedVisitor {
 pub fn with_sharded<V: ShardedVisitor>(spec: &ShardSpec, visitor: V) -> Result<V::Out> {
     match spec.model.as_str() {
         "linear" => Ok(visitor.visit(crate::linear::remote::LinearShards::new(spec)?)),
+        "gbdt" => Ok(visitor.visit(crate::gbdt::remote::GbdtShards::new(spec)?)),
         name => Err(GroupfitError::arg(format!(
             "the {name} family cannot be cut over remote workers"
         ))),
@@ -91,6 +92,8 @@ pub trait AnyFamily: Send + Sync {
     fn model_overhead_rows(&self, configs: &[ConfigEntry]) -> usize;
     /// See [`Family::sharded`].
     fn sharded(&self) -> bool;
+    /// See [`Family::shard_needs`].
+    fn shard_needs(&self, configs: &[ConfigEntry]) -> ShardNeeds;
     /// See [`Family::fit`].
     fn fit(
         &self,
@@ -124,6 +127,9 @@ where
     }
     fn sharded(&self) -> bool {
         Family::sharded(self)
+    }
+    fn shard_needs(&self, configs: &[ConfigEntry]) -> ShardNeeds {
+        Family::shard_needs(self, configs)
     }
     fn fit(
         &self,

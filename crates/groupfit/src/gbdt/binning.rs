@@ -7,6 +7,9 @@
 //! distinct training values, so a split "bin <= t" is the real-valued rule
 //! "x <= upper[t]" that the fitted tree stores.
 //!
+//! A group of more than [`BIN_SAMPLE`] rows fits its bins on a sample of
+//! them ([`in_bin_sample`]), as LightGBM does.
+//!
 //! A categorical feature is not cut into quantiles: its bins are its
 //! categories ([`CatBins`], LightGBM's rule), and [`Mapper`] is either kind.
 
@@ -42,6 +45,23 @@ impl Mapper {
     pub fn is_categorical(&self) -> bool {
         matches!(self, Mapper::Categorical(_))
     }
+}
+
+/// The most rows a group's quantile bins are fitted on, about (LightGBM's
+/// `bin_construct_sample_cnt`): a larger group's are fitted on a sample.
+pub const BIN_SAMPLE: usize = 200_000;
+
+/// Whether table row `row` of a group of `rows` rows is in the sample its
+/// quantile bins are fitted on: every row of a group up to [`BIN_SAMPLE`]
+/// rows; otherwise about `BIN_SAMPLE / rows` of them, chosen by the row
+/// number alone, so every holder of a piece of the group chooses the same
+/// rows, in whatever order it holds them.
+pub fn in_bin_sample(row: u32, rows: usize) -> bool {
+    if rows <= BIN_SAMPLE {
+        return true;
+    }
+    let draw = (u128::from(crate::math::splitmix64(u64::from(row))) * rows as u128) >> 64;
+    draw < BIN_SAMPLE as u128
 }
 
 /// The bins of one feature.

@@ -21,6 +21,8 @@
 //! again below it (LightGBM skips any such feature; for numeric features
 //! it makes no difference in practice, so they are always searched).
 
+use serde::{Deserialize, Serialize};
+
 use super::binning::Mapper;
 use super::categorical::{best_cat_split, CatRules};
 use super::histogram::{build_range, build_rows, subtract, BinnedGroup, STRIDE};
@@ -29,7 +31,7 @@ use super::params::GbdtConfig;
 use super::split::{best_split, totals, Rules, Split, Sums};
 use super::tree::{BinTree, Tree};
 use crate::data::Task;
-use crate::math::sigmoid;
+use crate::math::{sigmoid, splitmix64 as mix};
 
 /// What a booster reads of its group: binned training rows and targets, the
 /// bin mappers, and the binned validation rows (for early stopping).
@@ -84,7 +86,7 @@ impl HistPool {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 struct Leaf {
     begin: usize,
     count: usize,
@@ -111,7 +113,7 @@ enum Next {
     Again,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 struct Grow {
     tree: BinTree,
     leaves: Vec<Leaf>,
@@ -123,19 +125,30 @@ struct Grow {
     /// The round's categorical features, ascending.
     categorical: Vec<usize>,
     gains: Vec<(u32, f64)>,
+    /// Rows of the leaf split last, over every holder (a piece's booster).
+    parent_n: f64,
 }
 
-/// The state of one booster between steps.
-#[derive(Debug)]
+/// The state of one booster between steps (serialised in a remote
+/// worker's snapshots).
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Booster {
     task: Task,
     cfg: GbdtConfig,
     seed: u64,
     init: f64,
+    /// The rows of the whole group, where this booster holds a piece of it
+    /// (on a remote worker) and other holders grow the same trees.
+    piece_of: Option<usize>,
+    /// The global row count of the leaf whose histogram was built, from the
+    /// holders' counts (a piece's booster, see [`Booster::step_counted`]).
+    #[serde(skip)]
+    counted: Option<f64>,
     scores: Vec<f64>,
     gh: Vec<[f32; 2]>,
     order: Vec<u32>,
     valid_scores: Vec<f64>,
+    #[serde(with = "packed")]
     trees: Vec<Tree>,
     gains: Vec<Vec<(u32, f64)>>,
     round: u32,
@@ -146,10 +159,34 @@ pub struct Booster {
     pub ran_round: bool,
 }
 
+/// The trees of a snapshot as the model file holds them
+/// ([`crate::codec::to_packed`]): a binary format could not skip their
+/// optional fields, and JSON alone loses an infinite threshold.
+mod packed {
+    use serde::de::{DeserializeOwned, Error as _};
+    use serde::ser::Error as _;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<T: Serialize, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(&crate::codec::to_packed(v).map_err(S::Error::custom)?)
+    }
+
+    pub fn deserialize<'de, T: DeserializeOwned, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<T, D::Error> {
+        let bytes = Vec::<u8>::deserialize(d)?;
+        crate::codec::from_packed(&bytes).map_err(D::Error::custom)
+    }
+}
+
 /// The starting score: log-odds of the mean label (binary), the mean (regression).
 pub fn init_score(task: Task, y: &[f64]) -> f64 {
     let n = y.len().max(1) as f64;
-    let mean = y.iter().sum::<f64>() / n;
+    init_from_mean(task, y.iter().sum::<f64>() / n)
+}
+
+/// [`init_score`] from the mean label.
+pub fn init_from_mean(task: Task, mean: f64) -> f64 {
     match task {
         Task::Binary => {
             let p = mean.clamp(1e-15, 1.0 - 1e-15);
@@ -186,14 +223,6 @@ fn metric(task: Task, y: &[f64], raw: &[f64]) -> f64 {
     }
 }
 
-/// SplitMix64 step.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// The features a round may split on: all, or `round(fraction * d)` (at least
 /// one) drawn from `(seed, round)` alone, so a group draws the same features
 /// whether trained alone or with others.
@@ -217,8 +246,34 @@ pub fn round_features(d: usize, fraction: f64, seed: u64, round: u32) -> Vec<usi
 impl Booster {
     /// A booster at round 0 for the group in `view`.
     pub fn new(task: Task, cfg: GbdtConfig, seed: u64, view: &GroupView<'_>) -> Booster {
+        Booster::start(task, cfg, seed, view, init_score(task, view.y), None)
+    }
+
+    /// A booster at round 0 for a piece of a group of `group_rows` rows whose
+    /// mean label is `mean`: `view` holds the piece's rows, the validation
+    /// rows of the whole group, and the whole group's bins. Its holders grow
+    /// the same trees from the sums of their histograms
+    /// ([`Booster::step_counted`]).
+    pub fn for_piece(
+        task: Task,
+        cfg: GbdtConfig,
+        seed: u64,
+        view: &GroupView<'_>,
+        (group_rows, mean): (usize, f64),
+    ) -> Booster {
+        let init = init_from_mean(task, mean);
+        Booster::start(task, cfg, seed, view, init, Some(group_rows))
+    }
+
+    fn start(
+        task: Task,
+        cfg: GbdtConfig,
+        seed: u64,
+        view: &GroupView<'_>,
+        init: f64,
+        piece_of: Option<usize>,
+    ) -> Booster {
         let n = view.y.len();
-        let init = init_score(task, view.y);
         let scores = vec![init; n];
         let mut gh = vec![[0.0f32; 2]; n];
         gradients(task, &scores, view.y, &mut gh);
@@ -227,6 +282,8 @@ impl Booster {
             cfg,
             seed,
             init,
+            piece_of,
+            counted: None,
             scores,
             gh,
             order: (0..n as u32).collect(),
@@ -272,6 +329,29 @@ impl Booster {
             max_cat_threshold: c.max_cat_threshold() as usize,
             min_data_per_group: c.min_data_per_group() as f64,
         }
+    }
+
+    /// Local rows of the leaf whose histogram is asked for (all rows at the
+    /// start of a round).
+    pub fn pending_rows(&self) -> usize {
+        match &self.grow {
+            None => self.order.len(),
+            Some(g) => g.leaves[g.pending.0].count,
+        }
+    }
+
+    /// [`Booster::step`] for a piece's booster: `count` is the asked-for
+    /// leaf's rows over every holder (the sum of their
+    /// [`Booster::pending_rows`]).
+    pub fn step_counted(
+        &mut self,
+        view: &GroupView<'_>,
+        hist: Vec<f64>,
+        count: f64,
+        scratch: &mut StepScratch,
+    ) -> bool {
+        self.counted = Some(count);
+        self.step(view, hist, scratch)
     }
 
     /// Adds the rows of the asked-for leaf that lie in `range` (group-local)
@@ -382,7 +462,8 @@ impl Booster {
                 .into_iter()
                 .partition(|&j| view.mappers[j].is_categorical());
                 let buf = hist;
-                let sums = totals(&buf, &view.data, view.data.rows());
+                let rows = self.piece_of.unwrap_or(view.data.rows());
+                let sums = totals(&buf, &view.data, rows);
                 let mut g = Grow {
                     tree: BinTree::new(),
                     leaves: vec![Leaf {
@@ -399,6 +480,7 @@ impl Booster {
                     numeric,
                     categorical,
                     gains: Vec::new(),
+                    parent_n: 0.0,
                 };
                 self.find(view, &mut g, 0, &buf);
                 if g.leaves[0].split.is_some() {
@@ -410,6 +492,11 @@ impl Booster {
             }
             Some(mut g) => {
                 let (small, large) = g.pending;
+                if let Some(n) = self.counted.take().filter(|_| self.piece_of.is_some()) {
+                    // A piece's children counts: the holders' sum.
+                    g.leaves[small].sums.n = n;
+                    g.leaves[large].sums.n = g.parent_n - n;
+                }
                 let mut parent = g.leaves[large].hist.take().expect("parent histogram");
                 let sibling = if self.may_split(&g.leaves[large]) {
                     subtract(&mut parent, &hist);
@@ -506,11 +593,21 @@ impl Booster {
         let depth = g.leaves[l].depth + 1;
         let parent_hist = g.leaves[l].hist.take();
         let cat_live = std::mem::take(&mut g.leaves[l].cat_live);
+        // A piece knows its own rows only: its children's counts are the
+        // split's estimates until the holders' sum arrives with the next
+        // histogram, and the estimates pick the child to scan.
+        let piece = self.piece_of.is_some();
+        let (n_left, n_right) = if piece {
+            (s.left.n, s.right.n)
+        } else {
+            (w as f64, (count - w) as f64)
+        };
+        g.parent_n = g.leaves[l].sums.n;
         g.leaves[l] = Leaf {
             begin,
             count: w,
             sums: Sums {
-                n: w as f64,
+                n: n_left,
                 ..s.left
             },
             extra_l2: s.extra_l2,
@@ -523,7 +620,7 @@ impl Booster {
             begin: begin + w,
             count: count - w,
             sums: Sums {
-                n: (count - w) as f64,
+                n: n_right,
                 ..s.right
             },
             extra_l2: s.extra_l2,
@@ -532,7 +629,7 @@ impl Booster {
             split: None,
             cat_live,
         });
-        let (small, large) = if w <= count - w {
+        let (small, large) = if n_left <= n_right {
             (l, new_leaf)
         } else {
             (new_leaf, l)
@@ -545,7 +642,7 @@ impl Booster {
             // they need neither a histogram nor a split search.
             return Next::Done;
         }
-        if !self.may_split(&g.leaves[small]) && !self.may_split(&g.leaves[large]) {
+        if !piece && !self.may_split(&g.leaves[small]) && !self.may_split(&g.leaves[large]) {
             if let Some(h) = g.leaves[large].hist.take() {
                 pool.put(h);
             }

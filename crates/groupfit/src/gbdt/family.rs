@@ -5,7 +5,7 @@ use super::model::GbdtModel;
 use super::params::{GbdtConfig, GbdtParams};
 use crate::error::Result;
 use crate::exec::{Explain, PassProgress};
-use crate::family::{Family, FamilyFit, TrainData, UnitFit};
+use crate::family::{Family, FamilyFit, ShardNeeds, TrainData, UnitFit};
 use crate::tune::{Builder, ConfigEntry};
 
 /// Histogram gradient-boosted trees (LightGBM's parameters and defaults);
@@ -27,6 +27,20 @@ impl Family for Gbdt {
 
     fn name(&self) -> &'static str {
         "gbdt"
+    }
+
+    fn sharded(&self) -> bool {
+        true
+    }
+
+    fn shard_needs(&self, points: &[ConfigEntry]) -> ShardNeeds {
+        // Early stopping watches each group's validation rows.
+        let validation =
+            configs(points).is_ok_and(|cs| cs.iter().any(|c| c.early_stopping_rounds() > 0));
+        ShardNeeds {
+            validation,
+            global_rows: false,
+        }
     }
 
     fn check(&self, points: &[ConfigEntry]) -> Result<()> {

@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 use std::time::Instant;
 
-use super::binning::{BinMapper, Mapper};
+use super::binning::{in_bin_sample, BinMapper, Mapper};
 use super::booster::{Booster, GroupView, StepScratch};
 use super::categorical::CatBins;
 use super::histogram::{BinnedGroup, STRIDE};
@@ -141,6 +141,18 @@ struct FeatureBins {
     valid_bins: Codes,
 }
 
+/// Bins fixed from outside the layout (a remote worker's): per group, the
+/// numeric features' mappers to use (`None`: fitted on the group's rows),
+/// and the table row of each input row, which picks the rows a mapper is
+/// fitted on ([`in_bin_sample`]).
+#[derive(Debug, Clone, Copy)]
+pub struct GivenBins<'a> {
+    /// Per group, every feature's mapper, or `None`.
+    pub mappers: &'a [Option<Vec<BinMapper>>],
+    /// The table row of each row of the layout's input.
+    pub ids: &'a [u32],
+}
+
 /// The table rows of every fitted group in layout order, group after group
 /// (groups not fitted get none); the global group (last) holds every
 /// training row in table order. The same for the validation rows.
@@ -216,6 +228,7 @@ impl LayoutRows {
         &self,
         input: &TrainData<'_>,
         binning: Binning,
+        given: Option<&GivenBins<'_>>,
         j: usize,
         scratch: &mut BinScratch,
     ) -> FeatureBins {
@@ -230,12 +243,21 @@ impl LayoutRows {
         let mut mappers = Vec::with_capacity(n_all);
         for g in 0..n_all {
             let (lo, hi) = (starts[g], starts[g + 1]);
-            let m = BinMapper::fit(
-                values[lo..hi].iter().copied(),
-                binning.max_bin,
-                binning.min_data_in_bin,
-                keys,
-            );
+            let m = match given.and_then(|gv| gv.mappers.get(g)?.as_ref()) {
+                Some(ms) => ms[j].clone(),
+                None => {
+                    // The sample is chosen by table row (`given`'s ids on a
+                    // remote worker, whose rows are numbered by shard).
+                    let table_row = |r: u32| given.map_or(r, |gv| gv.ids[r as usize]);
+                    let n = hi - lo;
+                    let sample = values[lo..hi]
+                        .iter()
+                        .zip(&self.rows[lo..hi])
+                        .filter(|&(_, &r)| in_bin_sample(table_row(r), n))
+                        .map(|(&v, _)| v);
+                    BinMapper::fit(sample, binning.max_bin, binning.min_data_in_bin, keys)
+                }
+            };
             bin_into(&m, &values[lo..hi], &mut bins[lo..hi]);
             mappers.push(m);
         }
@@ -473,6 +495,16 @@ impl GbdtLayout {
     /// it. The layout's three byte matrices are then assembled from the
     /// per-feature bins.
     pub fn build(input: &TrainData<'_>, binning: Binning) -> GbdtLayout {
+        GbdtLayout::build_with(input, binning, None)
+    }
+
+    /// [`GbdtLayout::build`] with bins given for some groups (a remote
+    /// worker's pieces of groups cut over workers).
+    pub fn build_with(
+        input: &TrainData<'_>,
+        binning: Binning,
+        given: Option<&GivenBins<'_>>,
+    ) -> GbdtLayout {
         let d = input.columns.len();
         let order = LayoutRows::new(input);
         let threads = input.threads.clamp(1, d.max(1));
@@ -481,7 +513,7 @@ impl GbdtLayout {
             threads,
             &|_| 1,
             &BinScratch::default,
-            &|scratch, j| order.bin_feature(input, binning, j, scratch),
+            &|scratch, j| order.bin_feature(input, binning, given, j, scratch),
         );
         let matrices = ByteMatrices::new(&per_feature, &order, threads);
         let (mappers, offsets, row_offsets) =

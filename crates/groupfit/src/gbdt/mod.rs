@@ -29,6 +29,7 @@ pub mod grouped;
 pub mod histogram;
 pub mod model;
 pub mod params;
+pub mod remote;
 pub mod split;
 pub mod tree;
 

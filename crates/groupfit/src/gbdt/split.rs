@@ -18,11 +18,13 @@
 //! hessian is equal (squared error) and LightGBM's rule otherwise. A leaf's value is `−G / (H + λ)`
 //! (times the learning rate).
 
+use serde::{Deserialize, Serialize};
+
 use super::histogram::{BinnedGroup, STRIDE};
 use crate::math::simd::{level, simd_copy, Level};
 
 /// Gradient, hessian and row sums.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Sums {
     /// Sum of gradients.
     pub g: f64,
@@ -110,7 +112,7 @@ impl Rules {
 const SEED_THRESHOLDS: usize = 16;
 
 /// A chosen split.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Split {
     /// Feature.
     pub feature: usize,

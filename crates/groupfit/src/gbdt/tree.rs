@@ -261,7 +261,7 @@ impl Tree {
 }
 
 /// A tree being grown, in bin space (`bin <= split_bin` goes left).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct BinTree {
     /// Feature of each internal node.
     pub feature: Vec<u32>,

@@ -8,7 +8,7 @@ use crate::data::layout::{GroupedMatrix, LayoutInput};
 use crate::data::onehot::{self, Cap, OneHotPlan, PlanInput};
 use crate::error::Result;
 use crate::exec::{Explain, PassProgress};
-use crate::family::{fit_parts, Family, FamilyFit, TrainData, UnitFit};
+use crate::family::{fit_parts, Family, FamilyFit, ShardNeeds, TrainData, UnitFit};
 use crate::tune::{Builder, ConfigEntry};
 
 /// Regularised linear and logistic regression (sklearn's objective).
@@ -113,6 +113,14 @@ impl Family for Linear {
 
     fn sharded(&self) -> bool {
         true
+    }
+
+    fn shard_needs(&self, _configs: &[ConfigEntry]) -> ShardNeeds {
+        // The imputation values are the global pseudo-group's moments.
+        ShardNeeds {
+            validation: false,
+            global_rows: true,
+        }
     }
 
     fn check(&self, points: &[ConfigEntry]) -> Result<()> {

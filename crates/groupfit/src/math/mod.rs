@@ -4,6 +4,14 @@
 
 pub mod simd;
 
+/// SplitMix64 step: a well-mixed 64-bit hash of `z`.
+pub fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// The logistic function, stable for large |z|.
 pub fn sigmoid(z: f64) -> f64 {
     if z >= 0.0 {

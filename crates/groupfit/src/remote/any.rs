@@ -69,10 +69,9 @@ where
         WorkerSession::restore(self, snapshot)
     }
     fn models(&self) -> Result<Vec<u8>> {
-        // JSON, as the model file writes models (their float arrays
-        // serialise as text there too).
+        // As the model file holds models: JSON and its binary section.
         let units = WorkerSession::models(self)?;
-        serde_json::to_vec(&units).map_err(|e| protocol(&format!("models: {e}")))
+        crate::codec::to_packed(&units).map_err(|e| protocol(&format!("models: {e}")))
     }
 }
 
@@ -118,7 +117,7 @@ where
         let parts = parts
             .iter()
             .map(|b| {
-                serde_json::from_slice::<Vec<ReportedUnit<S::Model>>>(b)
+                crate::codec::from_packed::<Vec<ReportedUnit<S::Model>>>(b)
                     .map_err(|e| protocol(&format!("a worker's models do not parse: {e}")))
             })
             .collect::<Result<Vec<_>>>()?;

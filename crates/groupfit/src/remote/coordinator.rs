@@ -250,14 +250,25 @@ mod tests {
         (cols, y, group_all)
     }
 
-    /// One session per worker of `placement`, its rows gathered from the data.
-    fn sessions(
+    /// The data a placement's sessions are cut from: feature columns,
+    /// target, the training rows in group-sorted order with each group's
+    /// start, and the validation rows with their groups.
+    struct Source<'a> {
+        cols: &'a [Vec<f64>],
+        y: &'a [f64],
+        sorted: (&'a [u32], &'a [usize]),
+        valid: (&'a [u32], &'a [u32]),
+    }
+
+    /// One session per worker of `placement`, its rows gathered from the
+    /// data: its pieces' training rows, and their groups' validation rows.
+    fn sessions<S: crate::shard::Sharded>(
         base: &ShardSpec,
         placement: Vec<Vec<crate::shard::Piece>>,
-        sorted: (&[u32], &[usize]),
-        cols: &[Vec<f64>],
-        y: &[f64],
-    ) -> Vec<WorkerSession<LinearShards>> {
+        src: &Source<'_>,
+        family: impl Fn(&ShardSpec) -> S,
+    ) -> Vec<WorkerSession<S>> {
+        let global = base.groups - 1;
         placement
             .into_iter()
             .map(|pieces| {
@@ -266,15 +277,31 @@ mod tests {
                     pieces,
                     ..base.clone()
                 };
-                let r = shard_rows(&spec.pieces, sorted.0, sorted.1);
-                let rows = ShardRows {
-                    columns: cols
+                let r = shard_rows(&spec.pieces, src.sorted.0, src.sorted.1);
+                let gather = |rows: &[u32]| -> Vec<Column> {
+                    src.cols
                         .iter()
-                        .map(|c| Column::Owned(r.iter().map(|&i| c[i as usize]).collect()))
-                        .collect(),
-                    target: r.iter().map(|&i| y[i as usize]).collect(),
+                        .map(|c| Column::Owned(rows.iter().map(|&i| c[i as usize]).collect()))
+                        .collect()
                 };
-                WorkerSession::new(LinearShards::new(&spec).unwrap(), spec, rows).unwrap()
+                let (mut vrows, mut vpiece) = (Vec::new(), Vec::new());
+                for (i, p) in spec.pieces.iter().enumerate() {
+                    for (&row, &g) in src.valid.0.iter().zip(src.valid.1) {
+                        if p.group == global || g as usize == p.group {
+                            vrows.push(row);
+                            vpiece.push(i as u32);
+                        }
+                    }
+                }
+                let rows = ShardRows {
+                    columns: gather(&r),
+                    target: r.iter().map(|&i| src.y[i as usize]).collect(),
+                    ids: r.clone(),
+                    valid_columns: gather(&vrows),
+                    valid_target: vrows.iter().map(|&i| src.y[i as usize]).collect(),
+                    valid_piece: vpiece,
+                };
+                WorkerSession::new(family(&spec), spec, rows).unwrap()
             })
             .collect()
     }
@@ -332,9 +359,15 @@ mod tests {
                 pieces: Vec::new(),
                 keys: Vec::new(),
             };
+            let src = Source {
+                cols: &cols,
+                y: &y,
+                sorted: (&order, &start),
+                valid: (&[], &[]),
+            };
             for workers in [1, 2, 3] {
                 let placement = place(&group_rows, &fit, workers, 256);
-                let mut ss = sessions(&base, placement, (&order, &start), &cols, &y);
+                let mut ss = sessions(&base, placement, &src, |s| LinearShards::new(s).unwrap());
                 if workers > 1 {
                     assert!(ss.iter().all(|s| s.spec().pieces.iter().any(|p| p.shared)));
                 }
@@ -381,7 +414,13 @@ mod tests {
         let order: Vec<u32> = (0..600).collect();
         let start = [0, 600];
         let placement = place(&[600, 600], &[true, false], 1, 256);
-        let mk = || sessions(&base, placement.clone(), (&order, &start), &cols, &y);
+        let src = Source {
+            cols: &cols,
+            y: &y,
+            sorted: (&order, &start),
+            valid: (&[], &[]),
+        };
+        let mk = || sessions(&base, placement.clone(), &src, |s| LinearShards::new(s).unwrap());
         let (mut a, mut b) = (mk(), mk());
         let coord = |s: &[WorkerSession<LinearShards>]| {
             Coordinator::new(
@@ -404,5 +443,131 @@ mod tests {
         }
         let (_, _, fit) = b[0].models().unwrap().remove(0);
         assert!(close(&fit.model, &whole[0][0].model), "{:?} vs {:?}", fit, whole[0][0]);
+    }
+
+    /// gbdt: boosters of groups cut over 2 and 3 workers (and the global
+    /// model) grow the native runner's trees, with early stopping on each
+    /// group's validation rows and two binnings in the grid.
+    #[test]
+    fn cut_boosters_equal_the_native_ones() {
+        use crate::family::{TrainData, ValidData};
+        use crate::gbdt::remote::GbdtShards;
+        for task in [Task::Binary, Task::Regression] {
+            let sizes = [3000usize, 700, 40, 9, 1300];
+            let d = 3;
+            let (cols, y, group_all) = data(task, &sizes, d);
+            let ng = sizes.len();
+            let rows: Vec<u32> = (0..y.len() as u32).filter(|r| r % 5 != 0).collect();
+            let group_of: Vec<u32> = rows.iter().map(|&r| group_all[r as usize]).collect();
+            let vrows: Vec<u32> = (0..y.len() as u32).filter(|r| r % 5 == 0).collect();
+            let vgroup: Vec<u32> = vrows.iter().map(|&r| group_all[r as usize]).collect();
+            let vgroups: Vec<Option<u32>> = vgroup.iter().map(|&g| Some(g)).collect();
+            let columns: Vec<Column> = cols.iter().map(|c| Column::Owned(c.clone())).collect();
+            let specs: Vec<String> = [
+                "rounds=12",
+                "num_leaves=7",
+                "min_data_in_leaf=5",
+                "early_stopping_rounds=3",
+                "feature_fraction=0.7",
+                "max_bin=15,255",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            let points = Grid::parse(&specs, &NoWords)
+                .unwrap()
+                .points();
+            let configs = crate::gbdt::configs(&points).unwrap();
+            let fit = vec![true, true, true, false, true, true];
+            let keys = vec![Vec::new(); ng];
+            let kinds = vec![crate::data::categorical::FeatureKind::Numeric; d];
+            let input = TrainData {
+                task,
+                columns: &columns,
+                source: None,
+                kinds: &kinds,
+                impute: None,
+                target: &y,
+                rows: &rows,
+                group_of: &group_of,
+                n_groups: ng,
+                keys: &keys,
+                fit: &fit,
+                valid: ValidData {
+                    columns: &columns,
+                    target: &y,
+                    rows: &vrows,
+                    groups: &vgroups,
+                },
+                strategy: Strategy::Tp,
+                threads: 1,
+                seed: 7,
+            };
+            let (native, _) = crate::gbdt::grouped::fit_grouped(&input, &configs, &mut |_| {});
+            let (order, start) = group_sorted(&rows, &group_of, ng);
+            let mut group_rows: Vec<usize> = (0..ng).map(|g| start[g + 1] - start[g]).collect();
+            group_rows.push(rows.len());
+            let base = ShardSpec {
+                model: "gbdt".into(),
+                task,
+                d,
+                kinds: Vec::new(),
+                configs: points.clone(),
+                seed: 7,
+                groups: ng + 1,
+                pieces: Vec::new(),
+                keys: Vec::new(),
+            };
+            let src = Source {
+                cols: &cols,
+                y: &y,
+                sorted: (&order, &start),
+                valid: (&vrows, &vgroup),
+            };
+            for workers in [1, 2, 3] {
+                let placement = place(&group_rows, &fit, workers, 256);
+                let mut ss = sessions(&base, placement, &src, |s| GbdtShards::new(s).unwrap());
+                let cut = ss.iter().flat_map(|s| &s.spec().pieces).filter(|p| p.shared).count();
+                assert_eq!(cut > 0, workers > 1);
+                let specs: Vec<ShardSpec> = ss.iter().map(|s| s.spec().clone()).collect();
+                let mut co =
+                    Coordinator::new(GbdtShards::new(&base).unwrap(), specs.clone()).unwrap();
+                // Three passes, then fresh sessions restored from the
+                // snapshots finish the run, as after a lost worker.
+                run_local(&mut co, &mut ss, 3).unwrap();
+                let snaps: Vec<Vec<u8>> = ss.iter().map(|s| s.snapshot().unwrap()).collect();
+                let placement = specs.iter().map(|s| s.pieces.clone()).collect();
+                let mut ss = sessions(&base, placement, &src, |s| GbdtShards::new(s).unwrap());
+                let mut co = Coordinator::new(GbdtShards::new(&base).unwrap(), specs).unwrap();
+                run_local(&mut co, &mut ss, 0).unwrap();
+                for (s, snap) in ss.iter_mut().zip(&snaps) {
+                    s.restore(snap).unwrap();
+                }
+                while ss.iter().any(|s| s.active() > 0) {
+                    let parts: Vec<Vec<f64>> = ss.iter_mut().map(|s| s.step().unwrap()).collect();
+                    let combined = co.combine(&parts).unwrap();
+                    for s in ss.iter_mut() {
+                        s.apply(&combined).unwrap();
+                    }
+                }
+                let models = ss.iter().map(|s| s.models().unwrap()).collect();
+                let (remote, impute) = (co.finish(models).unwrap(), co.impute());
+                assert!(impute.is_empty());
+                for g in 0..=ng {
+                    assert_eq!(remote[g].len(), native[g].len(), "group {g}");
+                    for (k, (a, b)) in remote[g].iter().zip(&native[g]).enumerate() {
+                        assert_eq!(a.iterations as usize, b.rounds, "{task:?} w{workers} g{g} k{k}");
+                        let pa = a.model.predict_columns(task, &cols, 0..y.len());
+                        let pb = b.model.predict_columns(task, &cols, 0..y.len());
+                        for (x, z) in pa.iter().zip(&pb) {
+                            assert!(
+                                (x - z).abs() <= 1e-9 * z.abs().max(1.0),
+                                "{task:?} workers {workers} group {g} config {k}: {x} vs {z}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -29,9 +29,17 @@ impl<S: Sharded> WorkerSession<S> {
     /// A session of `family` over the shard `spec` whose rows are `rows`.
     pub fn new(family: S, spec: ShardSpec, rows: ShardRows) -> Result<WorkerSession<S>> {
         let n = spec.rows();
+        let nv = rows.valid_target.len();
+        let valid_ok = rows.valid_piece.len() == nv
+            && rows.valid_piece.iter().all(|&p| (p as usize) < spec.pieces.len())
+            && (nv == 0 && rows.valid_columns.is_empty()
+                || rows.valid_columns.len() == spec.d
+                    && rows.valid_columns.iter().all(|c| c.len() == nv));
         if rows.columns.len() != spec.d
             || rows.columns.iter().any(|c| c.len() != n)
             || rows.target.len() != n
+            || !(rows.ids.is_empty() || rows.ids.len() == n)
+            || !valid_ok
         {
             return Err(protocol(&format!(
                 "shard data does not match its spec ({} rows, {} features)",
@@ -203,7 +211,7 @@ impl<S: Sharded> WorkerSession<S> {
     pub fn restore(&mut self, snapshot: &[u8]) -> Result<()> {
         self.ready()?;
         let units: Vec<Vec<S::Unit>> =
-            postcard::from_bytes(snapshot).map_err(|_| protocol("snapshot of another shard"))?;
+            postcard::from_bytes(snapshot).map_err(|e| protocol(&format!("snapshot of another shard ({e})")))?;
         let shape = |u: &[Vec<S::Unit>]| u.iter().map(Vec::len).collect::<Vec<_>>();
         if shape(&units) != shape(&self.units) {
             return Err(protocol("snapshot of another shard"));

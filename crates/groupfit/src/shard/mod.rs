@@ -9,6 +9,8 @@
 //! [`PartialStep`] on its pieces, and the coordinator adds the partial
 //! statistics of cut groups in row order.
 
+pub mod standardise;
+
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -81,13 +83,23 @@ impl ShardSpec {
 }
 
 /// A worker's rows: raw features (NaN = missing) and target, pieces
-/// concatenated in spec order.
+/// concatenated in spec order, and the validation rows of its pieces'
+/// groups (all of a cut group's on each of its holders).
 #[derive(Debug, Default)]
 pub struct ShardRows {
     /// Feature columns.
     pub columns: Vec<Column>,
     /// Target.
     pub target: Vec<f64>,
+    /// The table row of each row (families that sample rows choose them
+    /// by it).
+    pub ids: Vec<u32>,
+    /// Validation feature columns.
+    pub valid_columns: Vec<Column>,
+    /// Validation target.
+    pub valid_target: Vec<f64>,
+    /// The piece each validation row belongs to.
+    pub valid_piece: Vec<u32>,
 }
 
 /// A family's part of the remote protocol. Everything else (the rounds,
