@@ -32,19 +32,10 @@ REPEATS=${REPEATS:-3}
 SYSTEMS=${SYSTEMS:-"torch-loop ray-tasks torch-ddp"}
 DATA=$OUT/zipf-${ROWS}-${N_GROUPS}
 RESULTS=$OUT/mlp-$(date +%Y%m%d-%H%M%S).jsonl
-TVENV=$OUT/torch-venv
 mkdir -p "$OUT"
 
-# Benchmark-only environment with PyTorch (CPU use only).
-if ! "$TVENV/bin/python" -c 'import torch' 2>/dev/null; then
-    echo "installing PyTorch into $TVENV (benchmark only) ..." >&2
-    "$PY" -m venv "$TVENV"
-    site=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-    tsite=$("$TVENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-    echo "$site" > "$tsite/groupfit-dev.pth"
-    "$TVENV/bin/python" -m pip install -q torch
-fi
-TPY=$TVENV/bin/python
+# Benchmark-only environment with PyTorch (CPU use only): sets TPY.
+. "$ROOT/benchmarks/torch_venv.sh"
 
 if [ ! -f "$DATA/train.parquet" ]; then
     "$PY" "$SHARED/bench/datagen.py" --rows "$ROWS" --features 32 --groups "$N_GROUPS" --zipf 1.1 --out "$DATA"

@@ -1,9 +1,11 @@
 """One timed run of groupfit's Ray runner; prints one JSON line like baselines.py.
 
-wall_s runs from before ``ray.init`` (a local Ray with ``--cpus`` CPUs, as the
-ray-tasks baseline starts one) to the fitted model, so it is end to end
-(reading Parquet, starting Ray and the actors, shipping shards, training,
-scoring and selection). Also reported: the runner's setup seconds (actor start,
+wall_s runs from before ``ray.init`` to the fitted model, so it is end to end
+(reading Parquet, starting the actors, shipping shards, training, scoring and
+selection). With ``RAY_ADDRESS`` set it connects to that running cluster, as
+the ray-tasks baseline does; otherwise it starts a local Ray with ``--cpus``
+CPUs. There is no global model (``global_model=False``): the baselines fit
+one model per group and no other. Also reported: the runner's setup seconds (actor start,
 shard transfer, group statistics, layouts), pass seconds, the slowest actor's
 compute seconds inside the engine and the rest (communication: scheduling,
 transfer, (de)serialisation).
@@ -36,7 +38,10 @@ def main():
 
     import groupfit as gf
 
-    ray.init(num_cpus=a.cpus, include_dashboard=False, log_to_driver=False)
+    if os.environ.get("RAY_ADDRESS"):  # a running cluster (`ray start --head`)
+        ray.init(log_to_driver=False)
+    else:
+        ray.init(num_cpus=a.cpus, include_dashboard=False, log_to_driver=False)
     t_init = time.perf_counter() - t0
     m = gf.fit(
         os.path.join(a.data, "train.parquet"),
@@ -46,6 +51,7 @@ def main():
         params=GRIDS[a.model],
         valid=os.path.join(a.data, "valid.parquet"),
         runner=gf.RayRunner(workers=a.workers, cpus_per_worker=1),
+        global_model=False,
     )
     wall = time.perf_counter() - t0
     ray.shutdown()
@@ -67,6 +73,7 @@ def main():
         "comm_s": info["comm_s"],
         "shard_rows": info["shard_rows"],
         "shared_groups": info["shared_groups"],
+        "placement": info.get("placement"),
     }
     for k in ("valid_logloss", "valid_auc", "valid_rmse"):
         if k in s:

@@ -633,7 +633,7 @@ impl Family for RemoteFamily {
         fit[ng] |= needs.global_rows;
         let placement = remote::place(&group_rows, &fit, self.workers, remote::MIN_SHARD_ROWS);
         let shards = shards(
-            (self.inner.name(), needs.validation),
+            (self.inner.name(), needs),
             data,
             configs,
             placement,
@@ -692,10 +692,10 @@ fn rows_batch(
 
 /// One shard per worker of `placement`: the rows of its pieces in
 /// group-sorted order (`sorted`: the order and each group's start in it),
-/// and, `with_valid`, the validation rows of its pieces' groups (all of
-/// them for the global model's pieces).
+/// and, where the family needs them, the validation rows of its pieces'
+/// groups (all of them for the global model's pieces).
 fn shards<'a>(
-    (model, with_valid): (&str, bool),
+    (model, needs): (&str, groupfit::family::ShardNeeds),
     data: &TrainData<'a>,
     configs: &[ConfigEntry],
     placement: Vec<Vec<Piece>>,
@@ -718,7 +718,7 @@ fn shards<'a>(
             .map(|p| data.keys.get(p.group).cloned().unwrap_or_default())
             .collect();
         let (mut vrows, mut vpiece) = (Vec::new(), Vec::new());
-        for (i, p) in pieces.iter().enumerate().filter(|_| with_valid) {
+        for (i, p) in pieces.iter().enumerate().filter(|_| needs.validation) {
             let rows = valid_of.get(p.group).map_or(data.valid.rows, |v| &v[..]);
             vrows.extend_from_slice(rows);
             vpiece.extend(std::iter::repeat_n(i as u32, rows.len()));
@@ -740,7 +740,12 @@ fn shards<'a>(
             pieces,
             keys,
         };
-        let rows = remote::shard_rows(&spec.pieces, order, start);
+        let global = if needs.global_in_table_order {
+            data.rows
+        } else {
+            order
+        };
+        let rows = remote::shard_rows(&spec.pieces, order, start, global);
         let json = serde_json::to_string(&spec).expect("spec serialises");
         if let Some(src) = data.source {
             out.push((spec, json, Shard::File(src, rows), valid));

@@ -197,6 +197,9 @@ pub struct ShardNeeds {
     /// (linear: its moments are the imputation values); its units are then
     /// dropped.
     pub global_rows: bool,
+    /// The global pseudo-group's rows in table order (mlp: its batches
+    /// index them so); otherwise group after group, as linear's blocks are.
+    pub global_in_table_order: bool,
 }
 
 /// A model family.

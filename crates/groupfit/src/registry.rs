@@ -45,6 +45,7 @@ pub fn with_sharded<V: ShardedVisitor>(spec: &ShardSpec, visitor: V) -> Result<V
     match spec.model.as_str() {
         "linear" => Ok(visitor.visit(crate::linear::remote::LinearShards::new(spec)?)),
         "gbdt" => Ok(visitor.visit(crate::gbdt::remote::GbdtShards::new(spec)?)),
+        "mlp" => Ok(visitor.visit(crate::mlp::remote::MlpShards::new(spec)?)),
         name => Err(GroupfitError::arg(format!(
             "the {name} family cannot be cut over remote workers"
         ))),

@@ -40,6 +40,7 @@ impl Family for Gbdt {
         ShardNeeds {
             validation,
             global_rows: false,
+            global_in_table_order: false,
         }
     }
 

@@ -120,6 +120,7 @@ impl Family for Linear {
         ShardNeeds {
             validation: false,
             global_rows: true,
+            global_in_table_order: false,
         }
     }
 

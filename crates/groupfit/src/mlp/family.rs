@@ -7,7 +7,7 @@ use super::params::{display_param, encode_param, word_form, MlpConfig, MlpParams
 use crate::data::onehot::{self, Cap, OneHotPlan, PlanInput};
 use crate::error::{GroupfitError, Result};
 use crate::exec::{explain, Explain, PassProgress};
-use crate::family::{fit_parts, Family, FamilyFit, TrainData, UnitFit};
+use crate::family::{fit_parts, Family, FamilyFit, ShardNeeds, TrainData, UnitFit};
 use crate::tune::{Builder, ConfigEntry, ParamWords};
 
 /// The MLP family behind `--model mlp`.
@@ -87,6 +87,20 @@ impl Family for Mlp {
 
     fn name(&self) -> &'static str {
         "mlp"
+    }
+
+    fn sharded(&self) -> bool {
+        true
+    }
+
+    fn shard_needs(&self, _configs: &[ConfigEntry]) -> ShardNeeds {
+        // Imputation values from every row; the global model's batches
+        // index its rows in table order.
+        ShardNeeds {
+            validation: false,
+            global_rows: true,
+            global_in_table_order: true,
+        }
     }
 
     fn words(&self) -> &dyn ParamWords {

@@ -85,6 +85,32 @@ impl MlpData {
         Self::build_inner(input, Some(plan))
     }
 
+    /// [`MlpData::build`] standardised with given statistics: per group
+    /// (`n_groups + 1` of them), every feature's mean and standard
+    /// deviation (a remote worker's pieces, with their whole groups').
+    pub fn build_with_stats(input: MlpInput<'_>, mean: Vec<f64>, std: Vec<f64>) -> MlpData {
+        let d = input.columns.len();
+        let numeric: Vec<usize> = (0..d).collect();
+        let order = RowOrder::new(&input);
+        let y: Vec<f32> = order
+            .src
+            .iter()
+            .map(|&r| input.target[r as usize] as f32)
+            .collect();
+        let stats = GroupStats { mean, std };
+        let x = standardised_rows(&input, &order, &stats, &numeric, d);
+        MlpData {
+            d,
+            x,
+            y,
+            start: order.start,
+            mean: stats.mean,
+            std: stats.std,
+            src: order.src,
+            onehot: None,
+        }
+    }
+
     fn build_inner(input: MlpInput<'_>, plan: Option<OneHotPlan>) -> MlpData {
         debug_assert_eq!(input.group_of.len(), input.rows.len());
         let numeric: Vec<usize> = plan
@@ -401,8 +427,9 @@ fn onehot_block<T: Copy + Into<f64>>(
     }
 }
 
-/// Training state of one (group, config) network.
-#[derive(Debug, Clone)]
+/// Training state of one (group, config) network (serialised in a remote
+/// worker's snapshots).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct MlpUnit {
     params: Vec<f32>,
     opt: OptState,
@@ -429,6 +456,8 @@ pub struct MlpScratch {
     step: StepScratch,
     members: Vec<usize>,
     taken: Vec<bool>,
+    /// The layout rows of the batch members read.
+    batch_rows: Vec<usize>,
 }
 
 /// The MLP family over one layout and one grid.
@@ -442,6 +471,11 @@ pub struct MlpPass<'a> {
     seed: u64,
     /// First slot of each group in the driver's row space.
     slot0: Vec<usize>,
+    /// Where each layout group is a piece of a larger group (a remote
+    /// worker's): its first row in the whole group and the whole group's
+    /// rows. Batches are drawn over the whole group; a piece adds the
+    /// members it holds.
+    pieces: Option<Vec<(usize, usize)>>,
 }
 
 impl<'a> MlpPass<'a> {
@@ -476,6 +510,35 @@ impl<'a> MlpPass<'a> {
             streams,
             seed,
             slot0,
+            pieces: None,
+        }
+    }
+
+    /// The same family where layout group `g` holds rows `pieces[g].0..`
+    /// of a group of `pieces[g].1` rows.
+    pub fn pieces_of(mut self, pieces: Vec<(usize, usize)>) -> Self {
+        self.pieces = Some(pieces);
+        self
+    }
+
+    /// The fitted model of `unit` (config `k` of group `g`), without one-hot
+    /// columns, and the epochs it took.
+    pub fn model_of(&self, g: usize, k: usize, unit: &MlpUnit) -> (MlpModel, u32) {
+        let m = MlpModel::from_flat(
+            unit.params.clone(),
+            &self.widths[k],
+            self.data.mean(g).to_vec(),
+            self.data.std(g).to_vec(),
+            unit.epoch_loss.clone(),
+        );
+        (m, unit.epoch)
+    }
+
+    /// Rows of `g`'s whole group (what its batches are drawn over).
+    fn whole_rows(&self, g: usize) -> usize {
+        match &self.pieces {
+            Some(p) => p[g].1,
+            None => self.data.rows_of(g),
         }
     }
 
@@ -514,7 +577,7 @@ impl<'a> MlpPass<'a> {
             }
             _ => init_params(&self.widths[k], self.seed, self.streams[g]),
         };
-        let n = self.data.rows_of(g);
+        let n = self.whole_rows(g);
         let mut perm = Vec::new();
         epoch_permutation(n, self.seed, self.streams[g], 0, &mut perm);
         MlpUnit {
@@ -562,7 +625,7 @@ impl PartialStep for MlpPass<'_> {
             return 0;
         }
         let cfg = &self.configs[k];
-        let per_epoch = steps_per_epoch(self.data.rows_of(group), cfg);
+        let per_epoch = steps_per_epoch(self.whole_rows(group), cfg);
         (cfg.epochs() - unit.epoch) as usize * per_epoch - unit.batch
     }
 
@@ -575,15 +638,22 @@ impl PartialStep for MlpPass<'_> {
         scratch: &mut MlpScratch,
     ) {
         let d = self.data.d();
-        let n = self.data.rows_of(group);
+        let n = self.whole_rows(group);
         let base = self.data.start[group];
         let lo = rows.start - self.slot0[group];
         let hi = rows.end - self.slot0[group];
+        // A piece: the batch members whose rows it holds (by their place
+        // in the whole group); otherwise the batch slots `lo..hi`.
+        let held = self
+            .pieces
+            .as_ref()
+            .map(|p| p[group].0..p[group].0 + self.data.rows_of(group));
         let stride = self.stats_len();
         let MlpScratch {
             step,
             members,
             taken,
+            batch_rows,
         } = scratch;
         taken.clear();
         taken.resize(units.len(), false);
@@ -607,17 +677,31 @@ impl PartialStep for MlpPass<'_> {
             }
             let first = u.batch * bs;
             let total = bs.min(n - first);
-            let (a, b) = (lo.min(total), hi.min(total));
-            if a >= b {
+            let batch = &u.perm[first..first + total];
+            batch_rows.clear();
+            match &held {
+                Some(h) => batch_rows.extend(
+                    batch
+                        .iter()
+                        .map(|&p| p as usize)
+                        .filter(|p| h.contains(p))
+                        .map(|p| base + p - h.start),
+                ),
+                None => batch_rows.extend(
+                    batch[lo.min(total)..hi.min(total)]
+                        .iter()
+                        .map(|&p| base + p as usize),
+                ),
+            }
+            let m = batch_rows.len();
+            if m == 0 {
                 continue;
             }
-            let m = b - a;
             if step.x.len() < m * d {
                 step.x.resize(m * d, 0.0);
             }
             step.y.clear();
-            for (i, &p) in u.perm[first + a..first + b].iter().enumerate() {
-                let r = base + p as usize;
+            for (i, &r) in batch_rows.iter().enumerate() {
                 let (dst, src) = (
                     &mut step.x[i * d..(i + 1) * d],
                     &self.data.x[r * d..(r + 1) * d],
@@ -664,7 +748,7 @@ impl PartialStep for MlpPass<'_> {
         unit.loss_sum += stats[np];
         unit.loss_rows += stats[np + 1];
         unit.batch += 1;
-        let n = self.data.rows_of(group);
+        let n = self.whole_rows(group);
         if unit.batch * cfg.batch_size() >= n {
             unit.epoch_loss
                 .push(unit.loss_sum / unit.loss_rows.max(1.0));

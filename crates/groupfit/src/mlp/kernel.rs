@@ -495,7 +495,7 @@ fn gradients<'n>(
 
 /// Optimizer state of one network: empty until its first step (Adam's
 /// moments are allocated there, see [`optimizer_step`]).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct OptState {
     /// First moments (Adam).
     pub m: Vec<f32>,

@@ -29,6 +29,7 @@ pub mod init;
 pub mod kernel;
 pub mod model;
 pub mod params;
+pub mod remote;
 
 pub use family::{configs, Mlp, MlpWords};
 pub use init::{epoch_permutation, init_params, stable_hash, Rng};

@@ -257,6 +257,10 @@ mod tests {
         cols: &'a [Vec<f64>],
         y: &'a [f64],
         sorted: (&'a [u32], &'a [usize]),
+        /// The global pseudo-group's rows in the family's order.
+        global: &'a [u32],
+        /// Each group's key (none: empty keys).
+        keys: &'a [Vec<Option<String>>],
         valid: (&'a [u32], &'a [u32]),
     }
 
@@ -273,11 +277,14 @@ mod tests {
             .into_iter()
             .map(|pieces| {
                 let spec = ShardSpec {
-                    keys: vec![Vec::new(); pieces.len()],
+                    keys: pieces
+                        .iter()
+                        .map(|p| src.keys.get(p.group).cloned().unwrap_or_default())
+                        .collect(),
                     pieces,
                     ..base.clone()
                 };
-                let r = shard_rows(&spec.pieces, src.sorted.0, src.sorted.1);
+                let r = shard_rows(&spec.pieces, src.sorted.0, src.sorted.1, src.global);
                 let gather = |rows: &[u32]| -> Vec<Column> {
                     src.cols
                         .iter()
@@ -363,6 +370,8 @@ mod tests {
                 cols: &cols,
                 y: &y,
                 sorted: (&order, &start),
+                global: &order,
+                keys: &[],
                 valid: (&[], &[]),
             };
             for workers in [1, 2, 3] {
@@ -418,6 +427,8 @@ mod tests {
             cols: &cols,
             y: &y,
             sorted: (&order, &start),
+            global: &order,
+            keys: &[],
             valid: (&[], &[]),
         };
         let mk = || sessions(&base, placement.clone(), &src, |s| LinearShards::new(s).unwrap());
@@ -522,6 +533,8 @@ mod tests {
                 cols: &cols,
                 y: &y,
                 sorted: (&order, &start),
+                global: &order,
+                keys: &[],
                 valid: (&vrows, &vgroup),
             };
             for workers in [1, 2, 3] {
@@ -562,6 +575,104 @@ mod tests {
                         for (x, z) in pa.iter().zip(&pb) {
                             assert!(
                                 (x - z).abs() <= 1e-9 * z.abs().max(1.0),
+                                "{task:?} workers {workers} group {g} config {k}: {x} vs {z}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// mlp: networks of groups cut over 2 and 3 workers (and the global
+    /// model, whose rows are in table order) train on the native runner's
+    /// batches: each holder sums the gradient over the members it holds.
+    #[test]
+    fn cut_networks_equal_the_native_ones() {
+        use crate::family::{Family, TrainData, ValidData};
+        use crate::mlp::remote::MlpShards;
+        for task in [Task::Binary, Task::Regression] {
+            let sizes = [3000usize, 700, 40, 9, 1300];
+            let d = 3;
+            let (cols, y, group_all) = data(task, &sizes, d);
+            let ng = sizes.len();
+            let rows: Vec<u32> = (0..y.len() as u32).filter(|r| r % 5 != 0).collect();
+            let group_of: Vec<u32> = rows.iter().map(|&r| group_all[r as usize]).collect();
+            let columns: Vec<Column> = cols.iter().map(|c| Column::Owned(c.clone())).collect();
+            let specs: Vec<String> = ["hidden=6", "epochs=3", "batch_size=64", "lr=0.01,0.003"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            let points = Grid::parse(&specs, &crate::mlp::MlpWords).unwrap().points();
+            let fit = vec![true, true, true, false, true, true];
+            let keys: Vec<Vec<Option<String>>> =
+                (0..ng).map(|g| vec![Some(format!("k{g}"))]).collect();
+            let kinds = vec![crate::data::categorical::FeatureKind::Numeric; d];
+            let input = TrainData {
+                task,
+                columns: &columns,
+                source: None,
+                kinds: &kinds,
+                impute: None,
+                target: &y,
+                rows: &rows,
+                group_of: &group_of,
+                n_groups: ng,
+                keys: &keys,
+                fit: &fit,
+                valid: ValidData {
+                    columns: &columns,
+                    target: &y,
+                    rows: &[],
+                    groups: &[],
+                },
+                strategy: Strategy::Tp,
+                threads: 1,
+                seed: 5,
+            };
+            let native = crate::mlp::Mlp.fit(&input, &points, &mut |_| {}).unwrap();
+            let (order, start) = group_sorted(&rows, &group_of, ng);
+            let mut group_rows: Vec<usize> = (0..ng).map(|g| start[g + 1] - start[g]).collect();
+            group_rows.push(rows.len());
+            let base = ShardSpec {
+                model: "mlp".into(),
+                task,
+                d,
+                kinds: Vec::new(),
+                configs: points.clone(),
+                seed: 5,
+                groups: ng + 1,
+                pieces: Vec::new(),
+                keys: Vec::new(),
+            };
+            let src = Source {
+                cols: &cols,
+                y: &y,
+                sorted: (&order, &start),
+                global: &rows,
+                keys: &keys,
+                valid: (&[], &[]),
+            };
+            for workers in [1, 2, 3] {
+                let placement = place(&group_rows, &fit, workers, 256);
+                let mut ss = sessions(&base, placement, &src, |s| MlpShards::new(s).unwrap());
+                let cut = ss.iter().flat_map(|s| &s.spec().pieces).filter(|p| p.shared).count();
+                assert_eq!(cut > 0, workers > 1);
+                let specs = ss.iter().map(|s| s.spec().clone()).collect();
+                let mut co = Coordinator::new(MlpShards::new(&base).unwrap(), specs).unwrap();
+                let (remote, impute, _) = run_local(&mut co, &mut ss, 100_000).unwrap();
+                for (a, b) in impute.iter().zip(&native.impute) {
+                    assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0));
+                }
+                for g in 0..=ng {
+                    assert_eq!(remote[g].len(), native.units[g].len(), "group {g}");
+                    for (k, (a, b)) in remote[g].iter().zip(&native.units[g]).enumerate() {
+                        assert_eq!(a.iterations, b.iterations);
+                        let pa = a.model.predict_columns(task, &cols, 0..y.len());
+                        let pb = b.model.predict_columns(task, &cols, 0..y.len());
+                        for (x, z) in pa.iter().zip(&pb) {
+                            assert!(
+                                (x - z).abs() <= 1e-4 * z.abs().max(1.0),
                                 "{task:?} workers {workers} group {g} config {k}: {x} vs {z}"
                             );
                         }

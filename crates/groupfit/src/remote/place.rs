@@ -89,18 +89,19 @@ pub fn group_sorted(rows: &[u32], group_of: &[u32], n_groups: usize) -> (Vec<u32
 }
 
 /// The input rows of a worker's pieces, in its order: piece rows taken from
-/// `order`/`start` of [`group_sorted`] (the global pseudo-group, `group ==
-/// n_groups`, takes its rows from the whole of `order`).
-pub fn shard_rows(pieces: &[Piece], order: &[u32], start: &[usize]) -> Vec<u32> {
+/// `order`/`start` of [`group_sorted`]; the global pseudo-group (`group ==
+/// n_groups`) takes its rows from `global`, its row order (the whole of
+/// `order`, or the table's, as the family lays it out).
+pub fn shard_rows(pieces: &[Piece], order: &[u32], start: &[usize], global: &[u32]) -> Vec<u32> {
     let n_groups = start.len() - 1;
     let mut out = Vec::with_capacity(pieces.iter().map(|p| p.rows).sum());
     for p in pieces {
-        let base = if p.group == n_groups {
-            0
+        let rows = if p.group == n_groups {
+            global
         } else {
-            start[p.group]
+            &order[start[p.group]..start[p.group + 1]]
         };
-        out.extend_from_slice(&order[base + p.offset..base + p.offset + p.rows]);
+        out.extend_from_slice(&rows[p.offset..p.offset + p.rows]);
     }
     out
 }
