@@ -624,14 +624,16 @@ impl Family for RemoteFamily {
         let (order, start) = remote::group_sorted(data.rows, data.group_of, ng);
         let mut group_rows: Vec<usize> = (0..ng).map(|g| start[g + 1] - start[g]).collect();
         group_rows.push(data.rows.len());
-        // A family may need the global pseudo-group's rows (linear: its
-        // moments are the imputation values, and the driver does not read
-        // the features): without the global model they are still placed
-        // and fitted, and its units dropped at the end.
+        // A family may need every training row in its statistics (linear,
+        // mlp: the imputation values; the driver does not read the
+        // features): without the global model, the groups without models
+        // are placed for their statistics only.
         let needs = self.inner.shard_needs(configs);
-        let mut fit = data.fit.to_vec();
-        fit[ng] |= needs.global_rows;
-        let placement = remote::place(&group_rows, &fit, self.workers, remote::MIN_SHARD_ROWS);
+        let mut placement =
+            remote::place(&group_rows, data.fit, self.workers, remote::MIN_SHARD_ROWS);
+        if needs.global_rows && !data.fit[ng] {
+            remote::place_statistics_only(&mut placement, &group_rows, data.fit);
+        }
         let shards = shards(
             (self.inner.name(), needs),
             data,
@@ -642,10 +644,7 @@ impl Family for RemoteFamily {
         let (models, impute, passes, passes_s) = self.run_driver(&shards)?;
         let specs: Vec<ShardSpec> = shards.into_iter().map(|(s, ..)| s).collect();
         let cut_groups = shared_groups(&specs);
-        let mut units = remote::coordinator(specs)?.finish(&models)?;
-        if !data.fit[ng] {
-            units[ng].clear();
-        }
+        let units = remote::coordinator(specs)?.finish(&models)?;
         Ok(FamilyFit {
             units,
             impute: from_bytes(&impute).map_err(|e| self.fail(e))?,

@@ -193,9 +193,9 @@ pub fn fit_parts<M>(
 pub struct ShardNeeds {
     /// Their groups' validation rows (gbdt's early stopping).
     pub validation: bool,
-    /// The global pseudo-group's rows placed even without the global model
-    /// (linear: its moments are the imputation values); its units are then
-    /// dropped.
+    /// Every training row in the statistics rounds (linear, mlp: the
+    /// imputation values are the means over all rows): without the global
+    /// model, the groups without models are placed for their statistics.
     pub global_rows: bool,
     /// The global pseudo-group's rows in table order (mlp: its batches
     /// index them so); otherwise group after group, as linear's blocks are.

@@ -46,7 +46,7 @@ impl<S: Sharded> Coordinator<S> {
             for p in &s.pieces {
                 *trained
                     .get_mut(p.group)
-                    .ok_or_else(|| protocol("bad piece in the shard spec"))? = true;
+                    .ok_or_else(|| protocol("bad piece in the shard spec"))? |= p.train;
             }
         }
         Ok(Coordinator {
@@ -205,7 +205,7 @@ mod tests {
     use crate::linear::remote::LinearShards;
     use crate::linear::{LinearModel, LinearParams};
     use crate::plan::Strategy;
-    use crate::remote::place::{group_sorted, place, shard_rows};
+    use crate::remote::place::{group_sorted, place, place_statistics_only, shard_rows};
     use crate::shard::{ShardRows, ShardSpec};
     use crate::tune::{Grid, NoWords};
 
@@ -374,10 +374,22 @@ mod tests {
                 keys: &[],
                 valid: (&[], &[]),
             };
-            for workers in [1, 2, 3] {
-                let placement = place(&group_rows, &fit, workers, 256);
+            // Without the global model, the groups without models count in
+            // the statistics only: the imputation values are the same.
+            let mut no_global = fit.clone();
+            no_global[ng] = false;
+            for (workers, global) in [(1, true), (2, true), (3, true), (2, false)] {
+                let mut placement = if global {
+                    place(&group_rows, &fit, workers, 256)
+                } else {
+                    place(&group_rows, &no_global, workers, 256)
+                };
+                if !global {
+                    place_statistics_only(&mut placement, &group_rows, &no_global);
+                    assert!(placement.iter().flatten().any(|p| !p.train && p.group == 3));
+                }
                 let mut ss = sessions(&base, placement, &src, |s| LinearShards::new(s).unwrap());
-                if workers > 1 {
+                if workers > 1 && global {
                     assert!(ss.iter().all(|s| s.spec().pieces.iter().any(|p| p.shared)));
                 }
                 let specs = ss.iter().map(|s| s.spec().clone()).collect();
@@ -387,7 +399,8 @@ mod tests {
                 for (a, b) in impute.iter().zip(matrix.impute()) {
                     assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0));
                 }
-                for g in 0..=ng {
+                assert_eq!(remote[ng].is_empty(), !global);
+                for g in 0..if global { ng + 1 } else { ng } {
                     assert_eq!(remote[g].len(), native[g].len(), "group {g}");
                     for (a, b) in remote[g].iter().zip(&native[g]) {
                         assert!(

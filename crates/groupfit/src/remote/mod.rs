@@ -36,5 +36,5 @@ pub mod whole;
 
 pub use any::{coordinator, session, AnySession, AnyCoordinator};
 pub use coordinator::{run_local, Coordinator};
-pub use place::{group_sorted, place, shard_rows, MIN_SHARD_ROWS};
+pub use place::{group_sorted, place, place_statistics_only, shard_rows, MIN_SHARD_ROWS};
 pub use session::WorkerSession;

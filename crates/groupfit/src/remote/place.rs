@@ -52,6 +52,7 @@ pub fn place(
                     rows: n,
                     group_rows: rows,
                     shared: true,
+                    train: true,
                 });
                 load[w] += n;
                 offset += n;
@@ -71,12 +72,46 @@ pub fn place(
             rows: group_rows[g],
             group_rows: group_rows[g],
             shared: false,
+            train: true,
         });
     }
     for pieces in &mut out {
         pieces.sort_by_key(|p| p.group);
     }
     out
+}
+
+/// Adds the groups without models (`fit[g]` unset, rows > 0; not the global
+/// pseudo-group, the last) whole, as pieces that only count in the
+/// statistics rounds, each to the worker with the fewest rows: with them,
+/// every training row is on some worker once, which a family's imputation
+/// values need when the global model's rows are not placed.
+pub fn place_statistics_only(placement: &mut [Vec<Piece>], group_rows: &[usize], fit: &[bool]) {
+    let mut load: Vec<usize> = placement
+        .iter()
+        .map(|ps| ps.iter().map(|p| p.rows).sum())
+        .collect();
+    let last = group_rows.len().saturating_sub(1);
+    for (g, (&rows, &f)) in group_rows.iter().zip(fit).enumerate().take(last) {
+        if f || rows == 0 {
+            continue;
+        }
+        let Some(w) = (0..placement.len()).min_by_key(|&w| (load[w], w)) else {
+            return;
+        };
+        load[w] += rows;
+        placement[w].push(Piece {
+            group: g,
+            offset: 0,
+            rows,
+            group_rows: rows,
+            shared: false,
+            train: false,
+        });
+    }
+    for pieces in placement.iter_mut() {
+        pieces.sort_by_key(|p| p.group);
+    }
 }
 
 /// Training rows in group-sorted order (a stable counting sort of `rows` by
@@ -124,7 +159,8 @@ mod tests {
                 offset: 0,
                 rows: 2560,
                 group_rows: 5000,
-                shared: true
+                shared: true,
+                train: true
             }
         );
         assert_eq!(
@@ -134,7 +170,8 @@ mod tests {
                 offset: 2816,
                 rows: 2784,
                 group_rows: 5600,
-                shared: true
+                shared: true,
+                train: true
             }
         );
         // group 3 is not trained; 1 and 2 are whole, on different workers

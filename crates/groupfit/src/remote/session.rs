@@ -89,9 +89,15 @@ impl<S: Sharded> WorkerSession<S> {
     /// drops the raw data.
     pub fn prepare(&mut self, agreed: &[f64]) -> Result<()> {
         let rows = self.rows.take().ok_or_else(|| protocol("prepared twice"))?;
-        let (prepared, units) = self.family.prepare(&self.spec, rows, agreed)?;
+        let (prepared, mut units) = self.family.prepare(&self.spec, rows, agreed)?;
         if units.len() != self.spec.pieces.len() {
             return Err(protocol("units do not match the pieces"));
+        }
+        // A piece of a group without models counts in the statistics only.
+        for (us, p) in units.iter_mut().zip(&self.spec.pieces) {
+            if !p.train {
+                us.clear();
+            }
         }
         let scratch = self.family.pass(&self.spec, &prepared).scratch();
         self.prepared = Some(prepared);
@@ -226,7 +232,7 @@ impl<S: Sharded> WorkerSession<S> {
         let prepared = self.ready()?;
         let mut out = Vec::new();
         for (i, p) in self.spec.pieces.iter().enumerate() {
-            if p.shared && p.offset != 0 {
+            if p.shared && p.offset != 0 || !p.train {
                 continue;
             }
             for (k, u) in self.units[i].iter().enumerate() {

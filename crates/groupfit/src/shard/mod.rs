@@ -36,6 +36,15 @@ pub struct Piece {
     pub group_rows: usize,
     /// Whether other workers hold other pieces of the group.
     pub shared: bool,
+    /// Whether the group's models are trained here; otherwise its rows only
+    /// count in the statistics rounds (a group without its own model,
+    /// whose rows the imputation values still cover).
+    #[serde(default = "trained")]
+    pub train: bool,
+}
+
+fn trained() -> bool {
+    true
 }
 
 /// What one worker trains: its pieces, in the order of its rows.

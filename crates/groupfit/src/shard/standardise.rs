@@ -4,8 +4,9 @@
 //!
 //! 1. [`moments`]: per piece `[sum of y, (count, sum) of the present values
 //!    of each feature]`; [`reduce_moments`] makes the imputation values
-//!    (the global pseudo-group's means: every training row) and each
-//!    group's target mean and feature means, missing values imputed.
+//!    (the means over every training row: the global pseudo-group's, or all
+//!    groups' when it is not placed) and each group's target mean and
+//!    feature means, missing values imputed.
 //! 2. [`deviations`]: per piece, the squared deviations of each imputed
 //!    feature from its group's mean; [`reduce_deviations`] makes the scales
 //!    with the family's rule.
@@ -118,9 +119,18 @@ pub fn reduce_moments(specs: &[ShardSpec], parts: &[Vec<f64>]) -> Result<Vec<f64
     }
     let rows = group_rows(specs);
     let global = ng - 1;
+    // Every training row once: the global pseudo-group's pieces, or else
+    // all groups' (groups without models placed for their statistics).
+    let sources: Vec<usize> = if rows[global] > 0 {
+        vec![global]
+    } else {
+        (0..global).collect()
+    };
     let impute: Vec<f64> = (0..d)
         .map(|j| {
-            let (n, s) = (acc[global * w + 1 + 2 * j], acc[global * w + 2 + 2 * j]);
+            let (n, s) = sources.iter().fold((0.0, 0.0), |(n, s), &g| {
+                (n + acc[g * w + 1 + 2 * j], s + acc[g * w + 2 + 2 * j])
+            });
             if n > 0.0 {
                 s / n
             } else {
