@@ -70,6 +70,7 @@ def main():
         "ray_init_s": round(t_init, 3),
         "setup_s": info["setup_s"],
         "compute_s": info["compute_s"],
+        "compute_s_per_worker": info.get("compute_s_per_worker"),
         "comm_s": info["comm_s"],
         "shard_rows": info["shard_rows"],
         "shared_groups": info["shared_groups"],

@@ -114,8 +114,8 @@ impl<S: Sharded> WorkerSession<S> {
 
     /// One pass over the shard: accumulates every active unit over its
     /// piece, updates the units of whole groups (up to the family's
-    /// [`PartialStep::whole_steps`] times), and returns the partial
-    /// statistics of shared groups.
+    /// [`PartialStep::whole_steps`] times; to the end on a worker without
+    /// shared pieces), and returns the partial statistics of shared groups.
     pub fn step(&mut self) -> Result<Vec<f64>> {
         self.ready()?;
         let WorkerSession {
@@ -132,9 +132,16 @@ impl<S: Sharded> WorkerSession<S> {
         let len = pass.stats_len();
         let mut out = Vec::new();
         let mut buf = Vec::new();
+        // Without shared pieces nothing waits on this worker's passes: whole
+        // groups run to the end in one (no round trips, one snapshot).
+        let alone = spec.pieces.iter().all(|p| !p.shared);
         for (i, p) in spec.pieces.iter().enumerate() {
             let range = family.piece_range(prepared, i);
-            let steps = if p.shared { 1 } else { pass.whole_steps().max(1) };
+            let steps = match (p.shared, alone) {
+                (true, _) => 1,
+                (false, true) => usize::MAX,
+                (false, false) => pass.whole_steps().max(1),
+            };
             for _ in 0..steps {
                 let units = &mut all[i];
                 let ks: Vec<usize> = (0..units.len())
