@@ -24,15 +24,11 @@ use super::model::GbdtModel;
 use super::params::GbdtConfig;
 use crate::data::categorical::FeatureKind;
 use crate::data::Task;
-use crate::error::{GroupfitError, Result};
+use crate::error::Result;
 use crate::exec::PartialStep;
 use crate::family::{TrainData, UnitFit, ValidData};
 use crate::plan::Strategy;
-use crate::shard::{ShardRows, ShardSpec, Sharded};
-
-fn protocol(what: &str) -> GroupfitError {
-    GroupfitError::arg(format!("remote worker protocol: {what}"))
-}
+use crate::shard::{protocol_error as protocol, ShardRows, ShardSpec, Sharded};
 
 /// The gbdt family on a remote worker or its coordinator.
 pub struct GbdtShards {

@@ -14,10 +14,10 @@ use super::solver::{Scratch, Status, UnitState};
 use crate::data::layout::{GivenStats, GroupedMatrix, LayoutInput, BLOCK};
 use crate::data::stats::std_or_one;
 use crate::data::Task;
-use crate::error::{GroupfitError, Result};
+use crate::error::Result;
 use crate::family::UnitFit;
 use crate::shard::standardise::{self, Standardisation};
-use crate::shard::{ShardRows, ShardSpec, Sharded};
+use crate::shard::{protocol_error as protocol, ShardRows, ShardSpec, Sharded};
 
 /// The linear family on a remote worker or its coordinator.
 pub struct LinearShards {
@@ -41,10 +41,6 @@ impl LinearShards {
             configs: super::configs(&spec.configs)?,
         })
     }
-}
-
-fn protocol(what: &str) -> GroupfitError {
-    GroupfitError::arg(format!("remote worker protocol: {what}"))
 }
 
 /// A worker's prepared shard: the standardised layout (piece `i` is its
@@ -72,10 +68,7 @@ impl Sharded for LinearShards {
         round: usize,
         agreed: &[f64],
     ) -> Result<Vec<f64>> {
-        match round {
-            0 => Ok(standardise::moments(spec, rows)),
-            _ => standardise::deviations(spec, rows, agreed),
-        }
+        standardise::statistics(spec, rows, round, agreed)
     }
 
     fn reduce(
@@ -85,10 +78,7 @@ impl Sharded for LinearShards {
         agreed: &[f64],
         parts: &[Vec<f64>],
     ) -> Result<Vec<f64>> {
-        match round {
-            0 => standardise::reduce_moments(specs, parts),
-            _ => standardise::reduce_deviations(specs, agreed, parts, std_or_one),
-        }
+        standardise::reduce(specs, round, agreed, parts, std_or_one)
     }
 
     fn prepare(

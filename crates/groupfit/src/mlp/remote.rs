@@ -17,14 +17,10 @@ use super::grouped::{group_stream, MlpData, MlpInput, MlpPass, MlpScratch, MlpUn
 use super::model::MlpModel;
 use super::params::MlpConfig;
 use crate::data::Task;
-use crate::error::{GroupfitError, Result};
+use crate::error::Result;
 use crate::family::UnitFit;
 use crate::shard::standardise::{self, Standardisation};
-use crate::shard::{ShardRows, ShardSpec, Sharded};
-
-fn protocol(what: &str) -> GroupfitError {
-    GroupfitError::arg(format!("remote worker protocol: {what}"))
-}
+use crate::shard::{protocol_error as protocol, ShardRows, ShardSpec, Sharded};
 
 /// The MLP family on a remote worker or its coordinator.
 pub struct MlpShards {
@@ -58,6 +54,20 @@ pub struct MlpShard {
     pieces: Vec<(usize, usize)>,
 }
 
+impl MlpShards {
+    /// The partial step over a prepared shard, its pieces taken as whole
+    /// groups (slots, models).
+    fn whole_pass<'a>(&'a self, prepared: &'a MlpShard) -> MlpPass<'a> {
+        MlpPass::new(
+            &prepared.data,
+            self.task,
+            &self.configs,
+            &prepared.streams,
+            self.seed,
+        )
+    }
+}
+
 /// The native rule: the population standard deviation, 1 where it is 0.
 fn population_std(sq: f64, rows: f64, _mean: f64) -> f64 {
     let sd = if rows > 0.0 { (sq / rows).sqrt() } else { 0.0 };
@@ -86,10 +96,7 @@ impl Sharded for MlpShards {
         round: usize,
         agreed: &[f64],
     ) -> Result<Vec<f64>> {
-        match round {
-            0 => Ok(standardise::moments(spec, rows)),
-            _ => standardise::deviations(spec, rows, agreed),
-        }
+        standardise::statistics(spec, rows, round, agreed)
     }
 
     fn reduce(
@@ -99,10 +106,7 @@ impl Sharded for MlpShards {
         agreed: &[f64],
         parts: &[Vec<f64>],
     ) -> Result<Vec<f64>> {
-        match round {
-            0 => standardise::reduce_moments(specs, parts),
-            _ => standardise::reduce_deviations(specs, agreed, parts, population_std),
-        }
+        standardise::reduce(specs, round, agreed, parts, population_std)
     }
 
     fn prepare(
@@ -161,37 +165,15 @@ impl Sharded for MlpShards {
     }
 
     fn pass<'a>(&'a self, _spec: &'a ShardSpec, prepared: &'a MlpShard) -> MlpPass<'a> {
-        MlpPass::new(
-            &prepared.data,
-            self.task,
-            &self.configs,
-            &prepared.streams,
-            self.seed,
-        )
-        .pieces_of(prepared.pieces.clone())
+        self.whole_pass(prepared).pieces_of(prepared.pieces.clone())
     }
 
     fn piece_range(&self, prepared: &MlpShard, piece: usize) -> Range<usize> {
-        MlpPass::new(
-            &prepared.data,
-            self.task,
-            &self.configs,
-            &prepared.streams,
-            self.seed,
-        )
-        .slot_ranges()[piece]
-            .clone()
+        self.whole_pass(prepared).slot_ranges()[piece].clone()
     }
 
     fn model(&self, prepared: &MlpShard, piece: usize, k: usize, unit: &MlpUnit) -> UnitFit<MlpModel> {
-        let pass = MlpPass::new(
-            &prepared.data,
-            self.task,
-            &self.configs,
-            &prepared.streams,
-            self.seed,
-        );
-        let (model, epochs) = pass.model_of(piece, k, unit);
+        let (model, epochs) = self.whole_pass(prepared).model_of(piece, k, unit);
         UnitFit {
             model,
             iterations: epochs,

@@ -2,11 +2,8 @@
 //! stats...]*` (`n` units of `len` statistics each), and the protocol's
 //! errors.
 
-use crate::error::{GroupfitError, Result};
-
-pub(super) fn protocol(what: &str) -> GroupfitError {
-    GroupfitError::arg(format!("remote worker protocol: {what}"))
-}
+use crate::error::Result;
+pub(super) use crate::shard::protocol_error as protocol;
 
 /// One group's partial statistics: its active units and their statistics.
 pub(super) struct Partial<'m> {

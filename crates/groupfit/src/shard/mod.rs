@@ -18,9 +18,14 @@ use crate::exec::PartialStep;
 use crate::data::categorical::FeatureKind;
 use crate::data::keys::GroupKey;
 use crate::data::{Column, Task};
-use crate::error::Result;
+use crate::error::{GroupfitError, Result};
 use crate::family::UnitFit;
 use crate::tune::ConfigEntry;
+
+/// An error of the remote protocol: a message or spec that does not fit.
+pub fn protocol_error(what: &str) -> GroupfitError {
+    GroupfitError::arg(format!("remote worker protocol: {what}"))
+}
 
 /// A run of rows of one group held by one worker.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

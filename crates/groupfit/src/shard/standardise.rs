@@ -14,12 +14,8 @@
 //! The reduced message is `[impute (d), per group: y_mean, mean (d), scale
 //! (d)]`; [`Standardisation`] reads it.
 
-use super::{ShardRows, ShardSpec};
-use crate::error::{GroupfitError, Result};
-
-fn protocol(what: &str) -> GroupfitError {
-    GroupfitError::arg(format!("remote worker protocol: {what}"))
-}
+use super::{protocol_error as protocol, ShardRows, ShardSpec};
+use crate::error::Result;
 
 /// A reduced standardisation message, read.
 pub struct Standardisation<'m> {
@@ -206,4 +202,28 @@ pub fn reduce_deviations(
         }
     }
     Ok(out)
+}
+
+/// A worker's statistics of round `round` (0: [`moments`], 1:
+/// [`deviations`]).
+pub fn statistics(spec: &ShardSpec, rows: &ShardRows, round: usize, agreed: &[f64]) -> Result<Vec<f64>> {
+    match round {
+        0 => Ok(moments(spec, rows)),
+        _ => deviations(spec, rows, agreed),
+    }
+}
+
+/// The coordinator's reduction of round `round`, with the family's scale
+/// rule for round 1.
+pub fn reduce(
+    specs: &[ShardSpec],
+    round: usize,
+    agreed: &[f64],
+    parts: &[Vec<f64>],
+    scale: impl Fn(f64, f64, f64) -> f64,
+) -> Result<Vec<f64>> {
+    match round {
+        0 => reduce_moments(specs, parts),
+        _ => reduce_deviations(specs, agreed, parts, scale),
+    }
 }
