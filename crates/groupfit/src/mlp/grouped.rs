@@ -76,42 +76,27 @@ impl MlpData {
     /// missing values, and standardises each group by its own statistics
     /// (population standard deviation, 1 where it is 0).
     pub fn build(input: MlpInput<'_>) -> MlpData {
-        Self::build_inner(input, None)
+        Self::build_from(input, None, None)
     }
 
     /// [`MlpData::build`] with the columns of `plan` (built for the same
     /// rows and groups; see the type's docs).
     pub fn build_encoded(input: MlpInput<'_>, plan: OneHotPlan) -> MlpData {
-        Self::build_inner(input, Some(plan))
+        Self::build_from(input, Some(plan), None)
     }
 
     /// [`MlpData::build`] standardised with given statistics: per group
     /// (`n_groups + 1` of them), every feature's mean and standard
     /// deviation (a remote worker's pieces, with their whole groups').
     pub fn build_with_stats(input: MlpInput<'_>, mean: Vec<f64>, std: Vec<f64>) -> MlpData {
-        let d = input.columns.len();
-        let numeric: Vec<usize> = (0..d).collect();
-        let order = RowOrder::new(&input);
-        let y: Vec<f32> = order
-            .src
-            .iter()
-            .map(|&r| input.target[r as usize] as f32)
-            .collect();
-        let stats = GroupStats { mean, std };
-        let x = standardised_rows(&input, &order, &stats, &numeric, d);
-        MlpData {
-            d,
-            x,
-            y,
-            start: order.start,
-            mean: stats.mean,
-            std: stats.std,
-            src: order.src,
-            onehot: None,
-        }
+        Self::build_from(input, None, Some(GroupStats { mean, std }))
     }
 
-    fn build_inner(input: MlpInput<'_>, plan: Option<OneHotPlan>) -> MlpData {
+    fn build_from(
+        input: MlpInput<'_>,
+        plan: Option<OneHotPlan>,
+        given: Option<GroupStats>,
+    ) -> MlpData {
         debug_assert_eq!(input.group_of.len(), input.rows.len());
         let numeric: Vec<usize> = plan
             .as_ref()
@@ -123,7 +108,7 @@ impl MlpData {
             .iter()
             .map(|&r| input.target[r as usize] as f32)
             .collect();
-        let stats = GroupStats::new(&input, &order, &numeric, d);
+        let stats = given.unwrap_or_else(|| GroupStats::new(&input, &order, &numeric, d));
         let mut x = standardised_rows(&input, &order, &stats, &numeric, d);
         if let Some(p) = &plan {
             onehot_rows(&input, &order, p, d, &mut x);
