@@ -112,7 +112,11 @@ impl WorkerSession {
     /// table row numbers, the target `y` and the features, in spec order)
     /// and the validation rows `valid` (each row's piece, `y`, features).
     #[new]
-    fn new(spec: &str, data: PyArrowType<RecordBatch>, valid: PyArrowType<RecordBatch>) -> PyResult<Self> {
+    fn new(
+        spec: &str,
+        data: PyArrowType<RecordBatch>,
+        valid: PyArrowType<RecordBatch>,
+    ) -> PyResult<Self> {
         let spec = spec_from_json(spec)?;
         let rows = batch_rows(&spec, &data.0, &valid.0).map_err(to_py)?;
         Ok(WorkerSession {
@@ -222,19 +226,23 @@ impl WorkerSession {
     /// Builds the layout from the last reduction (drops the raw shard).
     fn prepare(&mut self, py: Python<'_>, agreed: &[u8]) -> PyResult<()> {
         let a = from_bytes(agreed)?;
-        py.detach(|| self.inner.lock().unwrap().prepare(&a)).map_err(to_py)
+        py.detach(|| self.inner.lock().unwrap().prepare(&a))
+            .map_err(to_py)
     }
 
     /// One pass; returns the partial statistics of shared groups (bytes).
     fn step<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let v = py.detach(|| self.inner.lock().unwrap().step()).map_err(to_py)?;
+        let v = py
+            .detach(|| self.inner.lock().unwrap().step())
+            .map_err(to_py)?;
         Ok(to_bytes(py, &v))
     }
 
     /// Applies combined statistics; returns the units still active here.
     fn apply(&mut self, py: Python<'_>, combined: &[u8]) -> PyResult<usize> {
         let c = from_bytes(combined)?;
-        py.detach(|| self.inner.lock().unwrap().apply(&c)).map_err(to_py)
+        py.detach(|| self.inner.lock().unwrap().apply(&c))
+            .map_err(to_py)
     }
 
     /// Units still active here.
@@ -292,8 +300,17 @@ impl Coordinator {
 
     /// Reduces the workers' statistics of the next round; returns the
     /// message for every worker.
-    fn reduce<'py>(&mut self, py: Python<'py>, parts: Vec<Vec<u8>>) -> PyResult<Bound<'py, PyBytes>> {
-        let v = self.inner.lock().unwrap().reduce(&all_bytes(parts)?).map_err(to_py)?;
+    fn reduce<'py>(
+        &mut self,
+        py: Python<'py>,
+        parts: Vec<Vec<u8>>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let v = self
+            .inner
+            .lock()
+            .unwrap()
+            .reduce(&all_bytes(parts)?)
+            .map_err(to_py)?;
         Ok(to_bytes(py, &v))
     }
 
@@ -303,7 +320,12 @@ impl Coordinator {
         py: Python<'py>,
         parts: Vec<Vec<u8>>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let v = self.inner.lock().unwrap().combine(&all_bytes(parts)?).map_err(to_py)?;
+        let v = self
+            .inner
+            .lock()
+            .unwrap()
+            .combine(&all_bytes(parts)?)
+            .map_err(to_py)?;
         Ok(to_bytes(py, &v))
     }
 

@@ -102,7 +102,8 @@ impl GbdtShards {
                 }
                 mappers.push(ms);
             }
-            *out.get_mut(g).ok_or_else(|| protocol("bins of an unknown group"))? =
+            *out.get_mut(g)
+                .ok_or_else(|| protocol("bins of an unknown group"))? =
                 Some(GroupStart { mean, mappers });
         }
         Ok(out)
@@ -198,8 +199,12 @@ impl Sharded for GbdtShards {
             out.push(sum / rows.max(1) as f64);
             for b in &self.binnings {
                 for col in &cols {
-                    let m =
-                        BinMapper::fit(col.iter().copied(), b.max_bin, b.min_data_in_bin, &mut keys);
+                    let m = BinMapper::fit(
+                        col.iter().copied(),
+                        b.max_bin,
+                        b.min_data_in_bin,
+                        &mut keys,
+                    );
                     out.push(m.upper.len() as f64);
                     out.extend_from_slice(&m.upper);
                 }
@@ -313,7 +318,13 @@ impl Sharded for GbdtShards {
         prepared.layouts[0].range(piece)
     }
 
-    fn model(&self, prepared: &GbdtShard, piece: usize, k: usize, unit: &Booster) -> UnitFit<GbdtModel> {
+    fn model(
+        &self,
+        prepared: &GbdtShard,
+        piece: usize,
+        k: usize,
+        unit: &Booster,
+    ) -> UnitFit<GbdtModel> {
         let view = prepared.layouts[self.binning_of[k]].view(piece);
         UnitFit {
             model: unit.model(&view),
@@ -372,7 +383,11 @@ impl PartialStep for GbdtShardPass<'_> {
         for (i, &(k, b)) in units.iter().enumerate() {
             let view = self.shard.layouts[self.family.binning_of[k]].view(group);
             let slot = &mut out[i * len..(i + 1) * len];
-            b.build(&view, 0..view.data.rows(), &mut slot[..view.data.hist_len()]);
+            b.build(
+                &view,
+                0..view.data.rows(),
+                &mut slot[..view.data.hist_len()],
+            );
             slot[len - 1] = b.pending_rows() as f64;
         }
     }
@@ -395,4 +410,3 @@ impl PartialStep for GbdtShardPass<'_> {
         }
     }
 }
-

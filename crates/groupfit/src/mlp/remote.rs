@@ -155,11 +155,19 @@ impl Sharded for MlpShards {
         let prepared = MlpShard {
             data,
             streams,
-            pieces: spec.pieces.iter().map(|p| (p.offset, p.group_rows)).collect(),
+            pieces: spec
+                .pieces
+                .iter()
+                .map(|p| (p.offset, p.group_rows))
+                .collect(),
         };
         let pass = self.pass(spec, &prepared);
         let units = (0..np)
-            .map(|i| (0..self.configs.len()).map(|k| pass.new_unit(i, k)).collect())
+            .map(|i| {
+                (0..self.configs.len())
+                    .map(|k| pass.new_unit(i, k))
+                    .collect()
+            })
             .collect();
         Ok((prepared, units))
     }
@@ -172,7 +180,13 @@ impl Sharded for MlpShards {
         self.whole_pass(prepared).slot_ranges()[piece].clone()
     }
 
-    fn model(&self, prepared: &MlpShard, piece: usize, k: usize, unit: &MlpUnit) -> UnitFit<MlpModel> {
+    fn model(
+        &self,
+        prepared: &MlpShard,
+        piece: usize,
+        k: usize,
+        unit: &MlpUnit,
+    ) -> UnitFit<MlpModel> {
         let (model, epochs) = self.whole_pass(prepared).model_of(piece, k, unit);
         UnitFit {
             model,

@@ -135,7 +135,11 @@ impl<S: Sharded> Coordinator<S> {
         let mut slots: Vec<Vec<Option<UnitFit<S::Model>>>> = self
             .trained
             .iter()
-            .map(|&t| (0..if t { self.n_configs } else { 0 }).map(|_| None).collect())
+            .map(|&t| {
+                (0..if t { self.n_configs } else { 0 })
+                    .map(|_| None)
+                    .collect()
+            })
             .collect();
         for (g, k, fit) in parts.into_iter().flatten() {
             let slot = slots
@@ -338,7 +342,10 @@ mod tests {
                 .unwrap()
                 .points();
             let configs = crate::linear::configs(&points).unwrap();
-            assert_eq!(configs[1], LinearParams::new().c(10.0).tol(1e-10).check().unwrap());
+            assert_eq!(
+                configs[1],
+                LinearParams::new().c(10.0).tol(1e-10).check().unwrap()
+            );
             let matrix = GroupedMatrix::build(LayoutInput {
                 columns: &columns,
                 target: &y,
@@ -444,7 +451,11 @@ mod tests {
             keys: &[],
             valid: (&[], &[]),
         };
-        let mk = || sessions(&base, placement.clone(), &src, |s| LinearShards::new(s).unwrap());
+        let mk = || {
+            sessions(&base, placement.clone(), &src, |s| {
+                LinearShards::new(s).unwrap()
+            })
+        };
         let (mut a, mut b) = (mk(), mk());
         let coord = |s: &[WorkerSession<LinearShards>]| {
             Coordinator::new(
@@ -466,7 +477,12 @@ mod tests {
             b[0].step().unwrap();
         }
         let (_, _, fit) = b[0].models().unwrap().remove(0);
-        assert!(close(&fit.model, &whole[0][0].model), "{:?} vs {:?}", fit, whole[0][0]);
+        assert!(
+            close(&fit.model, &whole[0][0].model),
+            "{:?} vs {:?}",
+            fit,
+            whole[0][0]
+        );
     }
 
     /// gbdt: boosters of groups cut over 2 and 3 workers (and the global
@@ -498,9 +514,7 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-            let points = Grid::parse(&specs, &NoWords)
-                .unwrap()
-                .points();
+            let points = Grid::parse(&specs, &NoWords).unwrap().points();
             let configs = crate::gbdt::configs(&points).unwrap();
             let fit = vec![true, true, true, false, true, true];
             let keys = vec![Vec::new(); ng];
@@ -553,7 +567,11 @@ mod tests {
             for workers in [1, 2, 3] {
                 let placement = place(&group_rows, &fit, workers, 256);
                 let mut ss = sessions(&base, placement, &src, |s| GbdtShards::new(s).unwrap());
-                let cut = ss.iter().flat_map(|s| &s.spec().pieces).filter(|p| p.shared).count();
+                let cut = ss
+                    .iter()
+                    .flat_map(|s| &s.spec().pieces)
+                    .filter(|p| p.shared)
+                    .count();
                 assert_eq!(cut > 0, workers > 1);
                 let specs: Vec<ShardSpec> = ss.iter().map(|s| s.spec().clone()).collect();
                 let mut co =
@@ -582,7 +600,10 @@ mod tests {
                 for g in 0..=ng {
                     assert_eq!(remote[g].len(), native[g].len(), "group {g}");
                     for (k, (a, b)) in remote[g].iter().zip(&native[g]).enumerate() {
-                        assert_eq!(a.iterations as usize, b.rounds, "{task:?} w{workers} g{g} k{k}");
+                        assert_eq!(
+                            a.iterations as usize, b.rounds,
+                            "{task:?} w{workers} g{g} k{k}"
+                        );
                         let pa = a.model.predict_columns(task, &cols, 0..y.len());
                         let pb = b.model.predict_columns(task, &cols, 0..y.len());
                         for (x, z) in pa.iter().zip(&pb) {
@@ -669,7 +690,11 @@ mod tests {
             for workers in [1, 2, 3] {
                 let placement = place(&group_rows, &fit, workers, 256);
                 let mut ss = sessions(&base, placement, &src, |s| MlpShards::new(s).unwrap());
-                let cut = ss.iter().flat_map(|s| &s.spec().pieces).filter(|p| p.shared).count();
+                let cut = ss
+                    .iter()
+                    .flat_map(|s| &s.spec().pieces)
+                    .filter(|p| p.shared)
+                    .count();
                 assert_eq!(cut > 0, workers > 1);
                 let specs = ss.iter().map(|s| s.spec().clone()).collect();
                 let mut co = Coordinator::new(MlpShards::new(&base).unwrap(), specs).unwrap();

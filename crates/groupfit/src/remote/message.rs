@@ -62,7 +62,12 @@ mod tests {
         let parts = parse_partials(&m).unwrap();
         assert_eq!(parts.len(), 2);
         assert_eq!(
-            (parts[0].group, &parts[0].ks[..], parts[0].stats, parts[0].len),
+            (
+                parts[0].group,
+                &parts[0].ks[..],
+                parts[0].stats,
+                parts[0].len
+            ),
             (2, &[0, 3][..], &[1.0, 2.0, 3.0, 4.0][..], 2)
         );
         assert_eq!(

@@ -34,7 +34,7 @@ pub mod place;
 pub mod session;
 pub mod whole;
 
-pub use any::{coordinator, session, AnySession, AnyCoordinator};
+pub use any::{coordinator, session, AnyCoordinator, AnySession};
 pub use coordinator::{run_local, Coordinator};
 pub use place::{group_sorted, place, place_statistics_only, shard_rows, MIN_SHARD_ROWS};
 pub use session::WorkerSession;

@@ -31,7 +31,10 @@ impl<S: Sharded> WorkerSession<S> {
         let n = spec.rows();
         let nv = rows.valid_target.len();
         let valid_ok = rows.valid_piece.len() == nv
-            && rows.valid_piece.iter().all(|&p| (p as usize) < spec.pieces.len())
+            && rows
+                .valid_piece
+                .iter()
+                .all(|&p| (p as usize) < spec.pieces.len())
             && (nv == 0 && rows.valid_columns.is_empty()
                 || rows.valid_columns.len() == spec.d
                     && rows.valid_columns.iter().all(|c| c.len() == nv));
@@ -210,7 +213,11 @@ impl<S: Sharded> WorkerSession<S> {
             return 0;
         };
         let pass = self.family.pass(&self.spec, prepared);
-        self.units.iter().flatten().filter(|u| pass.is_active(u)).count()
+        self.units
+            .iter()
+            .flatten()
+            .filter(|u| pass.is_active(u))
+            .count()
     }
 
     /// The state of every unit, to resume from after a failure.
@@ -223,8 +230,8 @@ impl<S: Sharded> WorkerSession<S> {
     /// over the same shard, prepared).
     pub fn restore(&mut self, snapshot: &[u8]) -> Result<()> {
         self.ready()?;
-        let units: Vec<Vec<S::Unit>> =
-            postcard::from_bytes(snapshot).map_err(|e| protocol(&format!("snapshot of another shard ({e})")))?;
+        let units: Vec<Vec<S::Unit>> = postcard::from_bytes(snapshot)
+            .map_err(|e| protocol(&format!("snapshot of another shard ({e})")))?;
         let shape = |u: &[Vec<S::Unit>]| u.iter().map(Vec::len).collect::<Vec<_>>();
         if shape(&units) != shape(&self.units) {
             return Err(protocol("snapshot of another shard"));

@@ -14,11 +14,11 @@ pub mod standardise;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::exec::PartialStep;
 use crate::data::categorical::FeatureKind;
 use crate::data::keys::GroupKey;
 use crate::data::{Column, Task};
 use crate::error::{GroupfitError, Result};
+use crate::exec::PartialStep;
 use crate::family::UnitFit;
 use crate::tune::ConfigEntry;
 

@@ -66,7 +66,10 @@ fn add_by_group(acc: &mut [f64], spec: &ShardSpec, part: &[f64], width: usize) -
         return Err(protocol("statistics message has the wrong length"));
     }
     for (p, m) in spec.pieces.iter().zip(part.chunks(width.max(1))) {
-        for (a, b) in acc[p.group * width..(p.group + 1) * width].iter_mut().zip(m) {
+        for (a, b) in acc[p.group * width..(p.group + 1) * width]
+            .iter_mut()
+            .zip(m)
+        {
             *a += b;
         }
     }
@@ -206,7 +209,12 @@ pub fn reduce_deviations(
 
 /// A worker's statistics of round `round` (0: [`moments`], 1:
 /// [`deviations`]).
-pub fn statistics(spec: &ShardSpec, rows: &ShardRows, round: usize, agreed: &[f64]) -> Result<Vec<f64>> {
+pub fn statistics(
+    spec: &ShardSpec,
+    rows: &ShardRows,
+    round: usize,
+    agreed: &[f64],
+) -> Result<Vec<f64>> {
     match round {
         0 => Ok(moments(spec, rows)),
         _ => deviations(spec, rows, agreed),
