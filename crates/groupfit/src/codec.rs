@@ -90,6 +90,29 @@ pub fn from_packed<T: serde::de::DeserializeOwned>(packed: &[u8]) -> Result<T, S
     with_section(section, || serde_json::from_slice(json)).map_err(|e| e.to_string())
 }
 
+/// A field serialised as [`to_packed`] writes it (`#[serde(with =
+/// "crate::codec::packed")]`): what a binary format such as a remote
+/// worker's snapshot holds of a model-file type, whose optional fields it
+/// could not skip and whose infinite floats JSON alone would lose.
+pub mod packed {
+    use serde::de::{DeserializeOwned, Error as _};
+    use serde::ser::Error as _;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// Writes `v` as packed bytes.
+    pub fn serialize<T: Serialize, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(&super::to_packed(v).map_err(S::Error::custom)?)
+    }
+
+    /// Reads packed bytes.
+    pub fn deserialize<'de, T: DeserializeOwned, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<T, D::Error> {
+        let bytes = Vec::<u8>::deserialize(d)?;
+        super::from_packed(&bytes).map_err(D::Error::custom)
+    }
+}
+
 /// The `n * width` bytes from float place `at` of the current section
 /// (`width`: bytes a value), handed to `read`.
 fn from_section_bytes<R>(

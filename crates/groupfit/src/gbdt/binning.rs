@@ -16,6 +16,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::categorical::CatBins;
+use super::params::GbdtConfig;
 
 /// The bins of one feature of one group: quantiles of its values, or its
 /// categories.
@@ -62,6 +63,37 @@ pub fn in_bin_sample(row: u32, rows: usize) -> bool {
     }
     let draw = (u128::from(crate::math::splitmix64(u64::from(row))) * rows as u128) >> 64;
     draw < BIN_SAMPLE as u128
+}
+
+/// How features are binned: the configs that agree on it share the bins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Binning {
+    /// Most value bins per feature.
+    pub max_bin: usize,
+    /// Fewest rows per value bin.
+    pub min_data_in_bin: usize,
+}
+
+impl Binning {
+    /// The binning of a config.
+    pub fn of(c: &GbdtConfig) -> Binning {
+        Binning {
+            max_bin: c.max_bin() as usize,
+            min_data_in_bin: c.min_data_in_bin() as usize,
+        }
+    }
+}
+
+/// Bins fixed from outside the layout (a remote worker's): per group, the
+/// numeric features' mappers to use (`None`: fitted on the group's rows),
+/// and the table row of each input row, which picks the rows a mapper is
+/// fitted on ([`in_bin_sample`]).
+#[derive(Debug, Clone, Copy)]
+pub struct GivenBins<'a> {
+    /// Per group, every feature's mapper, or `None`.
+    pub mappers: &'a [Option<Vec<BinMapper>>],
+    /// The table row of each row of the layout's input.
+    pub ids: &'a [u32],
 }
 
 /// The bins of one feature.

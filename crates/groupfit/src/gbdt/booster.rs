@@ -148,7 +148,7 @@ pub struct Booster {
     gh: Vec<[f32; 2]>,
     order: Vec<u32>,
     valid_scores: Vec<f64>,
-    #[serde(with = "packed")]
+    #[serde(with = "crate::codec::packed")]
     trees: Vec<Tree>,
     gains: Vec<Vec<(u32, f64)>>,
     round: u32,
@@ -157,26 +157,6 @@ pub struct Booster {
     grow: Option<Grow>,
     /// Set by a caller that ran a whole round outside [`Booster::step`]'s usual caller.
     pub ran_round: bool,
-}
-
-/// The trees of a snapshot as the model file holds them
-/// ([`crate::codec::to_packed`]): a binary format could not skip their
-/// optional fields, and JSON alone loses an infinite threshold.
-mod packed {
-    use serde::de::{DeserializeOwned, Error as _};
-    use serde::ser::Error as _;
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    pub fn serialize<T: Serialize, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_bytes(&crate::codec::to_packed(v).map_err(S::Error::custom)?)
-    }
-
-    pub fn deserialize<'de, T: DeserializeOwned, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<T, D::Error> {
-        let bytes = Vec::<u8>::deserialize(d)?;
-        crate::codec::from_packed(&bytes).map_err(D::Error::custom)
-    }
 }
 
 /// The starting score: log-odds of the mean label (binary), the mean (regression).

@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 use std::time::Instant;
 
-use super::binning::{in_bin_sample, BinMapper, Mapper};
+use super::binning::{in_bin_sample, BinMapper, Binning, GivenBins, Mapper};
 use super::booster::{Booster, GroupView, StepScratch};
 use super::categorical::CatBins;
 use super::histogram::{BinnedGroup, STRIDE};
@@ -72,25 +72,6 @@ pub struct GbdtLayout {
     wbins: Vec<u16>,
     wrbins: Vec<u16>,
     valid_wbins: Vec<u16>,
-}
-
-/// How features are binned: the configs that agree on it share the bins.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Binning {
-    /// Most value bins per feature.
-    pub max_bin: usize,
-    /// Fewest rows per value bin.
-    pub min_data_in_bin: usize,
-}
-
-impl Binning {
-    /// The binning of a config.
-    pub fn of(c: &GbdtConfig) -> Binning {
-        Binning {
-            max_bin: c.max_bin() as usize,
-            min_data_in_bin: c.min_data_in_bin() as usize,
-        }
-    }
 }
 
 /// The values of `col` at `rows`, as `f64`, into `out` (cleared first).
@@ -139,18 +120,6 @@ struct FeatureBins {
     mappers: Vec<Mapper>,
     bins: Codes,
     valid_bins: Codes,
-}
-
-/// Bins fixed from outside the layout (a remote worker's): per group, the
-/// numeric features' mappers to use (`None`: fitted on the group's rows),
-/// and the table row of each input row, which picks the rows a mapper is
-/// fitted on ([`in_bin_sample`]).
-#[derive(Debug, Clone, Copy)]
-pub struct GivenBins<'a> {
-    /// Per group, every feature's mapper, or `None`.
-    pub mappers: &'a [Option<Vec<BinMapper>>],
-    /// The table row of each row of the layout's input.
-    pub ids: &'a [u32],
 }
 
 /// The table rows of every fitted group in layout order, group after group

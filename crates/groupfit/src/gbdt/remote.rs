@@ -17,9 +17,9 @@
 
 use std::ops::Range;
 
-use super::binning::{in_bin_sample, BinMapper};
+use super::binning::{in_bin_sample, BinMapper, Binning, GivenBins};
 use super::booster::{Booster, StepScratch};
-use super::grouped::{Binning, GbdtLayout, GivenBins};
+use super::grouped::GbdtLayout;
 use super::model::GbdtModel;
 use super::params::GbdtConfig;
 use crate::data::categorical::FeatureKind;
