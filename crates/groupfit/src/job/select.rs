@@ -9,7 +9,7 @@ use super::arguments::no_validation_rows;
 use super::event::trace_stamp;
 use super::fit::Fitted;
 use super::prepare::Prepared;
-use crate::data::{bucket, imputed_columns, Task};
+use crate::data::{bucket, imputed_columns, Column, Task};
 use crate::error::Result;
 use crate::family::UnitFit;
 use crate::metrics;
@@ -53,11 +53,19 @@ impl Selection {
     }
 }
 
-/// The validation rows sorted by group (unseen groups' rows last), as dense
-/// imputed columns.
-struct ValidMatrix {
+/// Validation rows imputed at once: 16,384 rows of 32 features are 4 MiB.
+const BLOCK_ROWS: usize = 16_384;
+
+/// The validation rows sorted by group (unseen groups' rows last). Their
+/// features are imputed into dense `f64` columns one block at a time (a
+/// group, or a chunk of rows for the global model), never all at once.
+struct ValidMatrix<'a> {
     task: Task,
-    columns: Vec<Vec<f64>>,
+    /// The validation rows' source columns and the family's imputation.
+    columns: &'a [Column],
+    impute: &'a [f64],
+    /// Indices into `columns`, group after group.
+    rows: Vec<u32>,
     target: Vec<f64>,
     /// Group `g`'s rows are `start[g]..start[g + 1]`.
     start: Vec<usize>,
@@ -65,8 +73,8 @@ struct ValidMatrix {
     order: Vec<u32>,
 }
 
-impl ValidMatrix {
-    fn build(prepared: &Prepared, impute: &[f64]) -> Self {
+impl<'a> ValidMatrix<'a> {
+    fn build(prepared: &'a Prepared, impute: &'a [f64]) -> Self {
         let valid = prepared.valid_data();
         let n_groups = prepared.n_groups();
         let key = |i: usize| valid.groups[i].map_or(n_groups, |g| g as usize);
@@ -74,15 +82,31 @@ impl ValidMatrix {
         let rows: Vec<u32> = order.iter().map(|&i| valid.rows[i as usize]).collect();
         ValidMatrix {
             task: prepared.split.task,
-            columns: imputed_columns(valid.columns, &rows, impute, prepared.threads),
+            columns: valid.columns,
+            impute,
             target: rows.iter().map(|&r| valid.target[r as usize]).collect(),
+            rows,
             start,
             order,
         }
     }
 
-    fn predict(&self, model: &FittedModel, range: Range<usize>) -> Vec<f64> {
-        model.predict_columns(self.task, &self.columns, range)
+    /// The predictions of every model of `units` over the matrix rows
+    /// `range`. The features are imputed [`BLOCK_ROWS`] rows at a time,
+    /// once for all the models.
+    fn predict_all(&self, units: &[UnitFit<FittedModel>], range: Range<usize>) -> Vec<Vec<f64>> {
+        let mut out: Vec<Vec<f64>> = units
+            .iter()
+            .map(|_| Vec::with_capacity(range.len()))
+            .collect();
+        for start in range.clone().step_by(BLOCK_ROWS) {
+            let rows = &self.rows[start..(start + BLOCK_ROWS).min(range.end)];
+            let block = imputed_columns(self.columns, rows, self.impute, 1);
+            for (p, unit) in out.iter_mut().zip(units) {
+                p.extend(unit.model.predict_columns(self.task, &block, 0..rows.len()));
+            }
+        }
+        out
     }
 
     fn group_rows(&self, group: usize) -> Range<usize> {
@@ -171,10 +195,7 @@ fn select_global(
     // once (it stays in cache for the other configs), not once per config.
     let per_chunk: Vec<Vec<Vec<f64>>> = par_map(chunks, threads, &|_| 1, &|c| {
         let range = c * chunk..((c + 1) * chunk).min(rows);
-        units
-            .iter()
-            .map(|unit| matrix.predict(&unit.model, range.clone()))
-            .collect()
+        matrix.predict_all(units, range)
     });
     let predictions: Vec<Vec<f64>> = (0..units.len())
         .map(|k| {
@@ -225,10 +246,7 @@ fn select_group(
         return selection;
     }
     if !units.is_empty() {
-        let predictions: Vec<Vec<f64>> = units
-            .iter()
-            .map(|unit| matrix.predict(&unit.model, range.clone()))
-            .collect();
+        let predictions = matrix.predict_all(units, range.clone());
         selection.by_config = predictions
             .iter()
             .map(|p| primary_only(task, target, p))
