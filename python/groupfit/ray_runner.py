@@ -10,24 +10,24 @@ worker). The driver:
 
 1. starts one actor per shard (``num_cpus=cpus_per_worker``, spread over the
    cluster's nodes) and gives it its shard: for a Parquet input, the file and
-   the row numbers, and the actor reads its rows itself (every node must see
-   the file at that path: a shared file system); for in-memory input, the
-   rows as Arrow through the object store;
+   the row numbers, and the actor reads its rows itself, its validation rows
+   too (every node must see the files at their paths: a shared file system);
+   for in-memory input, the rows as Arrow through the object store;
 2. runs the family's rounds of group statistics (linear: counts and sums,
    then squared deviations), so every shard is prepared with its whole
    group's statistics, and has every actor build its layout;
 3. runs passes: every actor accumulates its units over its shard and updates
    whole groups locally (``step``); the driver combines the partial statistics
    of shared groups in row order (``Coordinator.combine``) and broadcasts them;
-   every actor updates its replicas (``apply``) and returns a snapshot of its
-   units;
-4. collects the models.
+   every actor updates its replicas (``apply``) and puts a snapshot of its
+   units in the object store (the driver keeps only the reference);
+4. hands each worker's models to the engine, one worker at a time, then
+   ends the actors.
 
-Families that are not sharded (``model="gbdt"`` / ``"mlp"`` today) and
-categorical features: groups are placed whole, largest first to the least-loaded actor (the
-global model, fitted on every row, is one such unit), and each actor fits its
-shard with the native engine (``fit_whole``); a dead actor's shard is fitted
-again by its replacement.
+Categorical features: groups are placed whole, largest first to the
+least-loaded actor (the global model, fitted on every row, is one such unit),
+and each actor fits its shard with the native engine (``fit_whole``); a dead
+actor's shard is fitted again by its replacement.
 
 A dead actor is replaced: the new actor reloads the shard (from the file or
 the object store), rebuilds its layout, restores the snapshot of the last completed pass
@@ -62,7 +62,9 @@ class ShardWorker:
         store), or, for a Parquet input, where to read them (``path``, the
         ``target`` and ``features`` columns, file ``rows``): the actor reads
         its own rows, and the driver never holds the training features.
-        ``valid``: its pieces' validation rows (Arrow)."""
+        ``valid``: its pieces' validation rows (Arrow), or for a Parquet
+        input where to read their features (``path``, file ``rows``, with
+        their ``piece`` and ``target``)."""
         if isinstance(shard, dict):
             self.session = self._timed(
                 _native.WorkerSession.from_parquet,
@@ -94,7 +96,11 @@ class ShardWorker:
     def step(self) -> bytes:
         return self._timed(self.session.step)
 
+    @ray.method(num_returns=2)
     def apply(self, combined: bytes):
+        """Updates the units; returns whether any is active and the
+        snapshot of the units (kept in the object store: the driver holds
+        only its reference, to restore a replacement actor)."""
         active = self._timed(self.session.apply, combined)
         return active, self.session.snapshot()
 
@@ -109,12 +115,22 @@ class ShardWorker:
         return self.busy
 
 
+def _nbytes(part: Any) -> int:
+    """Bytes of a shipped part: an Arrow batch, or where to read the rows
+    (a dict whose bytes values are row lists and targets)."""
+    if isinstance(part, dict):
+        return sum(len(v) for v in part.values() if isinstance(v, bytes))
+    return part.nbytes
+
+
 class _Driver:
     """Called by the engine with the shards; returns the fitted units."""
 
     def __init__(self, runner: Any):
         self.runner = runner
         self.info: dict = {}
+        # Per worker, its shard and validation rows in the object store.
+        self.refs: list = []
         # Actors start now, while the engine reads and prepares the data.
         self.actors: list = [self._new_actor() for _ in range(runner.workers)]
 
@@ -129,11 +145,12 @@ class _Driver:
         return a
 
     def close(self) -> None:
-        """Ends every actor."""
+        """Ends every actor and lets the shards go."""
         for a in self.actors:
             if a is not None:
                 ray.kill(a)
         self.actors = []
+        self.refs = []
 
     def _count_restart(self, i: int, error: Exception) -> None:
         """Counts a failure of worker ``i``; past ``max_restarts``, fails the run."""
@@ -195,17 +212,29 @@ class _Driver:
         self.specs = [s for s, _, _ in shards]
         # Parquet input: actors read their own rows (see ShardWorker.load).
         self.info["shards_from"] = "parquet" if all(isinstance(b, dict) for _, b, _ in shards) else "arrow"
-        self.info["shard_bytes_sent"] = sum(
-            (len(b["rows"]) if isinstance(b, dict) else b.nbytes) + v.nbytes for _, b, v in shards
-        )
+        self.info["shard_bytes_sent"] = sum(_nbytes(b) + _nbytes(v) for _, b, v in shards)
         self.refs = [(ray.put(b), ray.put(v)) for _, b, v in shards]
-        del shards
+        # The rows are in the object store now: free the driver's copies
+        # (the list is the engine's, alive until this call returns).
+        shards.clear()
         try:
             with self._engine_errors():
                 return self._run()
-        finally:
+        except BaseException:
             self.close()
-            self.refs = []
+            raise
+
+    def models(self, i: int) -> bytes:
+        """Worker ``i``'s models, after the passes (the engine takes them
+        one worker at a time, so the driver never holds all of them as
+        bytes). A dead actor is replaced and restored from its last
+        snapshot first."""
+        while True:
+            try:
+                with self._engine_errors():
+                    return ray.get(self.actors[i].models.remote())
+            except RayActorError as e:
+                self._replace(i, e)
 
     def fit_whole(self, shards: list) -> List[bytes]:
         """Whole groups per actor (families without a remote partial step):
@@ -216,7 +245,7 @@ class _Driver:
         specs = [s for s, _, _ in shards]
         refs = [(ray.put(t), ray.put(v)) for _, t, v in shards]
         rows = [t.num_rows for _, t, _ in shards]
-        del shards
+        shards.clear()  # in the object store now: free the driver's copies
         self.restarts = [0] * n
         self.passes = 0
         self.prepared = False
@@ -264,7 +293,8 @@ class _Driver:
         t_start = time.perf_counter()
         n = len(self.specs)
         self.restarts = [0] * n
-        self.snapshots: List[Optional[bytes]] = [None] * n
+        # Per worker, the reference of its last snapshot (in the object store).
+        self.snapshots: List[Any] = [None] * n
         self.std: Optional[bytes] = None
         self.prepared = False
         self.passes = 0
@@ -292,16 +322,17 @@ class _Driver:
                 hook(self.passes, list(self.actors))
             parts = self._round(lambda i, a: a.step.remote())
             combined = coord.combine(parts)
+            snapshots: List[Any] = [None] * n
+
+            def apply(i, a):
+                ref, snapshots[i] = a.apply.remote(combined)
+                return ref
+
             # A worker replaced here restarted from the last snapshot: redo its step first.
-            results = self._round(
-                lambda i, a: a.apply.remote(combined),
-                redo=lambda i: ray.get(self.actors[i].step.remote()),
-            )
-            active = [r[0] for r in results]
-            self.snapshots = [r[1] for r in results]
+            active = self._round(apply, redo=lambda i: ray.get(self.actors[i].step.remote()))
+            self.snapshots = snapshots
             self.passes += 1
         passes_s = time.perf_counter() - t0
-        models = self._round(lambda i, a: a.models.remote())
         compute = self._round(lambda i, a: a.compute_seconds.remote())
         pieces = [json.loads(s)["pieces"] for s in self.specs]
         self.info["model"] = json.loads(self.specs[0])["model"]
@@ -323,7 +354,6 @@ class _Driver:
         )
         self.info["comm_s"] = max(0.0, t_setup + passes_s - self.info["compute_s"])
         return {
-            "models": models,
             "impute": coord.impute(),
             "passes": self.passes,
             "passes_s": passes_s,

@@ -6,6 +6,8 @@ resumed, a repeated fault failing with a clear error."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
@@ -113,6 +115,38 @@ def test_killed_actor_is_replaced_and_training_resumes(cluster):
     assert remote.summary["passes"] == clean.summary["passes"]
 
 
+def test_actor_killed_after_the_passes_is_restored_from_its_snapshot(cluster, monkeypatch):
+    # The driver takes each worker's models after the last pass. A worker
+    # lost then is replaced and restored from its last snapshot, which the
+    # object store holds: the models are the native ones, with no pass redone.
+    from groupfit import ray_runner
+
+    train, valid = data("binary", 59)
+    kw = dict(by="g", target="y", model="gbdt", params=TREES, valid=valid, min_rows=10, seed=3)
+    native = gf.fit(train, **kw)
+    take = ray_runner._Driver.models
+    killed = []
+
+    def kill_then_take(self, i):
+        if i == 1 and not killed:
+            ray.kill(self.actors[1])
+            killed.append(i)
+            # the kill is asynchronous: wait until the actor is gone
+            for _ in range(100):
+                try:
+                    ray.get(self.actors[1].compute_seconds.remote())
+                except ray.exceptions.RayActorError:
+                    break
+                time.sleep(0.05)
+        return take(self, i)
+
+    monkeypatch.setattr(ray_runner._Driver, "models", kill_then_take)
+    remote = gf.fit(train, runner=gf.RayRunner(workers=2), **kw)
+    assert killed == [1] and remote.runner_info["shared_groups"] >= 1
+    assert [r["worker"] for r in remote.runner_info["restarts"]] == [1]
+    assert_same(native, remote, valid)
+
+
 def test_repeated_fault_fails_clearly(cluster):
     train, valid = data("binary", 61)
 
@@ -194,6 +228,26 @@ def test_gbdt_cut_over_actors_equals_native(cluster, task):
     assert info["placement"] == "pieces" and info["model"] == "gbdt"
     assert info["shared_groups"] >= 2 and remote.summary["cut_groups"] == info["shared_groups"]
     assert info["passes"] > 12  # a pass is one histogram of the cut boosters
+
+
+def test_gbdt_actors_read_their_own_validation_rows(cluster, tmp_path):
+    # gbdt's early stopping needs each group's validation rows. From a
+    # Parquet input the actors read those features too: the driver sends
+    # file rows, pieces and targets (16 bytes a row), never the features.
+    train, valid = data("binary", 95)
+    tp, vp = str(tmp_path / "train.parquet"), str(tmp_path / "valid.parquet")
+    pq.write_table(train, tp, row_group_size=5000)
+    pq.write_table(valid, vp)
+    kw = dict(by="g", target="y", model="gbdt", params=TREES, min_rows=10, seed=3)
+    for v in (vp, 0.25):  # a validation file, then rows held out of the training file
+        native = gf.fit(tp, valid=v, **kw)
+        remote = gf.fit(tp, valid=v, runner=gf.RayRunner(workers=2), **kw)
+        assert_same(native, remote, valid)
+        info = remote.runner_info
+        assert info["shards_from"] == "parquet" and info["shared_groups"] >= 1
+        sent, train_rows = info["shard_bytes_sent"], sum(info["shard_rows"])
+        valid_rows = (sent - 4 * train_rows) / 16
+        assert valid_rows == int(valid_rows) and valid_rows >= 1
 
 
 def test_gbdt_actor_killed_mid_run_is_replaced(cluster):

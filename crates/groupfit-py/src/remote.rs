@@ -35,6 +35,28 @@ fn to_bytes<'py>(py: Python<'py>, v: &[f64]) -> Bound<'py, PyBytes> {
     PyBytes::new(py, &b)
 }
 
+/// `u32` values as little-endian bytes.
+fn u32_bytes<'py>(py: Python<'py>, v: &[u32]) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, 4 * v.len(), |b| {
+        for (out, r) in b.chunks_exact_mut(4).zip(v) {
+            out.copy_from_slice(&r.to_le_bytes());
+        }
+        Ok(())
+    })
+}
+
+/// Little-endian bytes as `u32` values.
+fn u32_values(b: &[u8]) -> PyResult<Vec<u32>> {
+    if b.len() % 4 != 0 {
+        return Err(RunnerError::new_err(
+            "remote worker protocol: a row list is not a whole number of u32 values",
+        ));
+    }
+    Ok(b.chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect())
+}
+
 /// Little-endian bytes as `f64` values.
 fn from_bytes(b: &[u8]) -> PyResult<Vec<f64>> {
     if b.len() % 8 != 0 {
@@ -83,6 +105,42 @@ fn split_batch(spec: &ShardSpec, batch: &RecordBatch) -> Result<(Vec<u32>, Vec<f
     Ok((u32s(batch, 0)?, target, columns))
 }
 
+/// A worker's validation features: given in a batch, or file rows of a
+/// Parquet file to read.
+enum ValidColumns {
+    Given(Vec<Column>),
+    File(std::path::PathBuf, Vec<u32>),
+}
+
+/// Columns `names` at file rows `rows` of the Parquet file `path`; an
+/// infinite feature value is an error naming its file row (with
+/// `target_first`, the first column is the target, checked by the driver).
+fn file_columns(
+    path: &std::path::Path,
+    names: &[String],
+    rows: &[u32],
+    threads: usize,
+    target_first: bool,
+) -> Result<Vec<Column>> {
+    let batch = groupfit::data::read_parquet_rows(path, names, rows, threads)?;
+    names
+        .iter()
+        .enumerate()
+        .map(|(j, name)| {
+            let reject_inf = !(target_first && j == 0);
+            Column::from_array(batch.column(j), name, path, reject_inf)
+        })
+        .collect::<Result<Vec<_>>>()
+        .map_err(|e| match e {
+            GroupfitError::InfiniteValue { column, path, row } => GroupfitError::InfiniteValue {
+                column,
+                path,
+                row: rows[row] as usize,
+            },
+            e => e,
+        })
+}
+
 /// A shard's rows from its batches: `train` (`row`, `y`, features) and
 /// `valid` (`piece`, `y`, features).
 fn batch_rows(spec: &ShardSpec, train: &RecordBatch, valid: &RecordBatch) -> Result<ShardRows> {
@@ -128,7 +186,9 @@ impl WorkerSession {
     /// `rows` (little-endian `u32` bytes, in shard order) of the Parquet file
     /// `path`: the actor reads the target and the features itself, so the
     /// driver never holds them. An infinite feature value is an error naming
-    /// the column, the file and the file row. `valid` as for a batch shard.
+    /// the column, the file and the file row. `valid`: a batch as for a
+    /// batch shard, or, from a Parquet file, a dict of its `path` and the
+    /// rows' file `rows`, `piece` (`u32` bytes) and `target` (`f64` bytes).
     #[staticmethod]
     #[pyo3(signature = (spec, path, target, features, rows, valid, threads=1))]
     #[allow(clippy::too_many_arguments)]
@@ -139,21 +199,10 @@ impl WorkerSession {
         target: String,
         features: Vec<String>,
         rows: &[u8],
-        valid: PyArrowType<RecordBatch>,
+        valid: &Bound<'_, PyAny>,
         threads: usize,
     ) -> PyResult<Self> {
         let spec = spec_from_json(spec)?;
-        let (valid_piece, valid_target, valid_columns) =
-            split_batch(&spec, &valid.0).map_err(to_py)?;
-        if rows.len() % 4 != 0 {
-            return Err(RunnerError::new_err(
-                "remote worker protocol: row list is not a whole number of u32 values",
-            ));
-        }
-        let rows: Vec<u32> = rows
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-            .collect();
         if features.len() != spec.d {
             return Err(RunnerError::new_err(format!(
                 "remote worker protocol: {} feature names, expected {}",
@@ -161,34 +210,45 @@ impl WorkerSession {
                 spec.d
             )));
         }
+        let rows = u32_values(rows)?;
+        let threads = threads.max(1);
+        // Validation rows: a batch, or where to read their features.
+        let (valid_piece, valid_target, valid_file) = match valid.cast::<PyDict>() {
+            Ok(d) => {
+                let item = |k: &str| -> PyResult<Bound<'_, PyAny>> {
+                    d.get_item(k)?.ok_or_else(|| {
+                        RunnerError::new_err(format!("remote worker protocol: valid lacks '{k}'"))
+                    })
+                };
+                let vpath: std::path::PathBuf = item("path")?.extract()?;
+                let vrows = u32_values(item("rows")?.cast::<PyBytes>()?.as_bytes())?;
+                let piece = u32_values(item("piece")?.cast::<PyBytes>()?.as_bytes())?;
+                let target = from_bytes(item("target")?.cast::<PyBytes>()?.as_bytes())?;
+                (piece, target, ValidColumns::File(vpath, vrows))
+            }
+            Err(_) => {
+                let batch: PyArrowType<RecordBatch> = valid.extract()?;
+                let (piece, target, columns) = split_batch(&spec, &batch.0).map_err(to_py)?;
+                (piece, target, ValidColumns::Given(columns))
+            }
+        };
         let inner = py
             .detach(|| -> Result<Box<dyn AnySession>> {
                 let mut names = vec![target.clone()];
                 names.extend(features.iter().cloned());
-                let batch =
-                    groupfit::data::read_parquet_rows(&path, &names, &rows, threads.max(1))?;
-                let y = Column::from_array(batch.column(0), &target, &path, false)?;
-                let y: Vec<f64> = (0..y.len()).map(|i| y.get(i)).collect();
-                let cols = features
-                    .iter()
-                    .enumerate()
-                    .map(|(j, f)| Column::from_array(batch.column(1 + j), f, &path, true))
-                    .collect::<Result<Vec<_>>>()
-                    .map_err(|e| match e {
-                        GroupfitError::InfiniteValue { column, path, row } => {
-                            GroupfitError::InfiniteValue {
-                                column,
-                                path,
-                                row: rows[row] as usize,
-                            }
-                        }
-                        e => e,
-                    })?;
+                let mut cols = file_columns(&path, &names, &rows, threads, true)?;
+                let y = cols.remove(0);
+                let valid_columns = match valid_file {
+                    ValidColumns::Given(columns) => columns,
+                    ValidColumns::File(vpath, vrows) => {
+                        file_columns(&vpath, &features, &vrows, threads, false)?
+                    }
+                };
                 remote::session(
                     spec,
                     ShardRows {
                         columns: cols,
-                        target: y,
+                        target: (0..y.len()).map(|i| y.get(i)).collect(),
                         ids: rows,
                         valid_columns,
                         valid_target,
@@ -663,10 +723,20 @@ impl Family for RemoteFamily {
             placement,
             (&order, &start),
         )?;
-        let (models, impute, passes, passes_s) = self.run_driver(&shards)?;
-        let specs: Vec<ShardSpec> = shards.into_iter().map(|(s, ..)| s).collect();
+        drop((order, start));
+        // The driver's peak is what it holds, not what the stages before held.
+        groupfit::util::mem::release_freed();
+        let (specs, (impute, passes, passes_s)) = self.run_driver(shards)?;
         let cut_groups = shared_groups(&specs);
-        let units = remote::coordinator(specs)?.finish(&models)?;
+        // Each worker's models are fetched and parsed in turn.
+        let mut models = (0..specs.len()).map(|i| {
+            Python::attach(|py| -> PyResult<Vec<u8>> {
+                self.driver.bind(py).call_method1("models", (i,))?.extract()
+            })
+            .map_err(|e| self.fail(e))
+        });
+        let units = remote::coordinator(specs)?.finish(&mut models)?;
+        groupfit::util::mem::release_freed();
         Ok(FamilyFit {
             units,
             impute: from_bytes(&impute).map_err(|e| self.fail(e))?,
@@ -682,7 +752,21 @@ impl Family for RemoteFamily {
 
 /// A shard as the driver ships it: its spec, the spec as JSON, its rows
 /// (or where the actor reads them), and its pieces' validation rows.
-type ShippedShard<'a> = (ShardSpec, String, Shard<'a>, RecordBatch);
+type ShippedShard<'a> = (ShardSpec, String, Shard<'a>, ValidShard<'a>);
+
+/// What an actor gets of its pieces' validation rows.
+enum ValidShard<'a> {
+    /// `piece`, `y`, then the features.
+    Batch(RecordBatch),
+    /// The rows' pieces and targets, and their file rows of the Parquet
+    /// file `path`: the actor reads the features itself.
+    File {
+        path: &'a std::path::Path,
+        rows: Vec<u32>,
+        piece: Vec<u32>,
+        target: Vec<f64>,
+    },
+}
 
 /// A batch of `first` (a `u32` column named `name`), the target at `rows`
 /// and the features at `rows`.
@@ -744,12 +828,28 @@ fn shards<'a>(
             vrows.extend_from_slice(rows);
             vpiece.extend(std::iter::repeat_n(i as u32, rows.len()));
         }
-        let valid = rows_batch(
-            ("piece", vpiece),
-            data.valid.columns,
-            data.valid.target,
-            &vrows,
-        )?;
+        // A worker reading its training rows from the file reads its
+        // validation rows' features from theirs.
+        let valid = match (data.source, data.valid.file) {
+            (Some(_), Some(file)) => ValidShard::File {
+                path: file.path,
+                rows: vrows
+                    .iter()
+                    .map(|&r| file.file_rows.map_or(r, |f| f[r as usize]))
+                    .collect(),
+                piece: vpiece,
+                target: vrows
+                    .iter()
+                    .map(|&r| data.valid.target[r as usize])
+                    .collect(),
+            },
+            _ => ValidShard::Batch(rows_batch(
+                ("piece", vpiece),
+                data.valid.columns,
+                data.valid.target,
+                &vrows,
+            )?),
+        };
         let spec = ShardSpec {
             model: model.to_string(),
             task: data.task,
@@ -793,15 +893,15 @@ fn shared_groups(specs: &[ShardSpec]) -> usize {
 }
 
 impl RemoteFamily {
-    /// Hands the shards to the Python driver; returns each worker's models,
-    /// the imputation values, the passes and the seconds inside them.
-    fn run_driver(
-        &self,
-        shards: &[ShippedShard<'_>],
-    ) -> Result<(Vec<Vec<u8>>, Vec<u8>, usize, f64)> {
-        let result = Python::attach(|py| -> PyResult<(Vec<Vec<u8>>, Vec<u8>, usize, f64)> {
+    /// Hands the shards to the Python driver; returns the specs and what
+    /// the driver returns. Each shard's rows are freed once they are Python objects, and those
+    /// once the driver has put them in the object store.
+    fn run_driver(&self, shards: Vec<ShippedShard<'_>>) -> Result<(Vec<ShardSpec>, DriverResult)> {
+        let mut specs = Vec::with_capacity(shards.len());
+        let result = Python::attach(|py| -> PyResult<DriverResult> {
             let list = PyList::empty(py);
-            for (_, json, shard, valid) in shards {
+            for (spec, json, shard, valid) in shards {
+                specs.push(spec);
                 let item = match shard {
                     Shard::Batch(batch) => batch.to_pyarrow(py)?,
                     Shard::File(src, rows) => {
@@ -809,12 +909,27 @@ impl RemoteFamily {
                         d.set_item("path", src.path)?;
                         d.set_item("target", src.target)?;
                         d.set_item("features", src.features)?;
-                        let bytes: Vec<u8> = rows.iter().flat_map(|r| r.to_le_bytes()).collect();
-                        d.set_item("rows", PyBytes::new(py, &bytes))?;
+                        d.set_item("rows", u32_bytes(py, &rows)?)?;
                         d.into_any()
                     }
                 };
-                list.append((json.as_str(), item, valid.to_pyarrow(py)?))?;
+                let valid = match valid {
+                    ValidShard::Batch(batch) => batch.to_pyarrow(py)?,
+                    ValidShard::File {
+                        path,
+                        rows,
+                        piece,
+                        target,
+                    } => {
+                        let d = PyDict::new(py);
+                        d.set_item("path", path)?;
+                        d.set_item("rows", u32_bytes(py, &rows)?)?;
+                        d.set_item("piece", u32_bytes(py, &piece)?)?;
+                        d.set_item("target", to_bytes(py, &target))?;
+                        d.into_any()
+                    }
+                };
+                list.append((json.as_str(), item, valid))?;
             }
             let out = self.driver.bind(py).call1((list,))?;
             let out = out.cast::<PyDict>()?;
@@ -823,12 +938,15 @@ impl RemoteFamily {
                     .ok_or_else(|| RunnerError::new_err(format!("driver result lacks '{k}'")))
             };
             Ok((
-                get("models")?.extract()?,
                 get("impute")?.extract()?,
                 get("passes")?.extract()?,
                 get("passes_s")?.extract()?,
             ))
         });
-        result.map_err(|e| self.fail(e))
+        Ok((specs, result.map_err(|e| self.fail(e))?))
     }
 }
+
+/// What the Python driver returns: the imputation values, the passes and
+/// the seconds inside them (the models are fetched worker by worker).
+type DriverResult = (Vec<u8>, usize, f64);

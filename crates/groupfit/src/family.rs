@@ -28,6 +28,20 @@ pub struct ValidData<'a> {
     pub rows: &'a [u32],
     /// Dense group of each validation row.
     pub groups: &'a [Option<u32>],
+    /// Where the features of `columns` are in a Parquet file, when the
+    /// family reads the training features itself: a remote worker then
+    /// reads its own validation rows too.
+    pub file: Option<ValidFile<'a>>,
+}
+
+/// The Parquet file behind the validation columns.
+#[derive(Debug, Clone, Copy)]
+pub struct ValidFile<'a> {
+    /// The file.
+    pub path: &'a std::path::Path,
+    /// The file row of each index into the columns; `None`: the index is
+    /// the file row.
+    pub file_rows: Option<&'a [u32]>,
 }
 
 /// Where a family that reads the training features itself finds them (see

@@ -251,6 +251,7 @@ impl Sharded for GbdtShards {
                 target: &rows.valid_target,
                 rows: &valid_rows,
                 groups: &valid_groups,
+                file: None,
             },
             strategy: Strategy::Auto,
             threads: 1,

@@ -5,6 +5,8 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use arrow_array::RecordBatch;
+
 use super::arguments::TrainSpec;
 use super::columns::ColumnAccount;
 use super::event::trace_stamp;
@@ -15,7 +17,7 @@ use super::validation::{validation, ValidSource, Validation, ValidationInput};
 use crate::data::categorical::FeatureKind;
 use crate::data::Column;
 use crate::error::Result;
-use crate::family::{FeatureSource, TrainData, ValidData};
+use crate::family::{FeatureSource, TrainData, ValidData, ValidFile};
 use crate::registry::AnyFamily;
 use crate::tune::ConfigEntry;
 use crate::util::par::resolve_threads;
@@ -79,7 +81,11 @@ pub(super) fn prepare<'a>(
         family,
         started,
     } = job;
+    let mut tables = tables;
     let loaded = load(spec, &tables, started)?;
+    // The training table is numbers and groups now: its keys and target go
+    // (the features stay where they were read into columns).
+    tables.train.batch = RecordBatch::new_empty(tables.train.batch.schema());
     let split_input = SplitInput {
         target: &loaded.target,
         path: &tables.train.path,
@@ -96,6 +102,8 @@ pub(super) fn prepare<'a>(
         hierarchy: split.hierarchy.as_ref(),
     };
     let validation = validation(spec, validation_input, held_out)?;
+    // Likewise the validation table's keys and target.
+    tables.valid = None;
     let (levels, flat) = match levels(spec, &split, &owners, &validation, split_input)? {
         Some((parts, flat)) => (parts, Some(flat)),
         None => (Vec::new(), None),
@@ -188,6 +196,10 @@ impl Prepared<'_> {
             target,
             rows: &self.validation.rows,
             groups: &self.validation.groups,
+            file: self.validation.file.as_ref().map(|f| ValidFile {
+                path: &f.path,
+                file_rows: f.file_rows.as_deref(),
+            }),
         }
     }
 }

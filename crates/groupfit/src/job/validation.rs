@@ -5,6 +5,7 @@
 use super::arguments::TrainSpec;
 use super::input::{check_binary, feature_columns, Feature, Tables};
 use super::split::HeldOut;
+use crate::data::csv::is_csv;
 use crate::data::hierarchy::Hierarchy;
 use crate::data::keys::{GroupEncoder, GroupKey};
 use crate::data::{numeric_column, read_parquet_rows, Column, Task};
@@ -23,6 +24,17 @@ pub(super) struct Validation {
     pub level_groups: Vec<Vec<Option<u32>>>,
     /// Rows of the validation table without a target.
     pub dropped: usize,
+    /// Where the features of `source` are in a Parquet file, when the
+    /// training features were not read (the family reads its own).
+    pub file: Option<ValidationFile>,
+}
+
+/// A Parquet file holding the validation rows' features.
+pub(super) struct ValidationFile {
+    pub path: std::path::PathBuf,
+    /// The file row of each index into the source's columns; `None`: the
+    /// index is the file row.
+    pub file_rows: Option<Vec<u32>>,
 }
 
 /// Where the validation rows' features and target are.
@@ -67,6 +79,7 @@ pub(super) fn validation(
             groups: held_out.groups,
             level_groups: held_out.level_groups,
             dropped: 0,
+            file: None,
         });
     }
     // Only the held-out rows' features are read, in their order.
@@ -88,6 +101,10 @@ pub(super) fn validation(
         groups: held_out.groups,
         level_groups: held_out.level_groups,
         dropped: 0,
+        file: Some(ValidationFile {
+            path: path.to_path_buf(),
+            file_rows: Some(held_out.rows),
+        }),
     })
 }
 
@@ -121,12 +138,18 @@ fn from_valid_table(spec: &TrainSpec, input: ValidationInput<'_>) -> Result<Vali
             level_groups.push(rows.iter().map(|&r| found[r as usize]).collect());
         }
     }
+    // The validation file's rows are the columns' indices.
+    let file = (!input.tables.features_read && !is_csv(path)).then(|| ValidationFile {
+        path: path.to_path_buf(),
+        file_rows: None,
+    });
     Ok(Validation {
         source: ValidSource::Own { columns, target },
         rows,
         groups,
         level_groups,
         dropped,
+        file,
     })
 }
 

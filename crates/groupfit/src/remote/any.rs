@@ -89,8 +89,12 @@ pub trait AnyCoordinator: Send {
     /// The values replacing a missing feature.
     fn impute(&self) -> Vec<f64>;
     /// Per group, one fitted unit per config, from every worker's
-    /// [`AnySession::models`].
-    fn finish(&self, parts: &[Vec<u8>]) -> Result<Vec<Vec<UnitFit<FittedModel>>>>;
+    /// [`AnySession::models`], in worker order; each is parsed and dropped
+    /// before the next is taken.
+    fn finish(
+        &self,
+        parts: &mut dyn Iterator<Item = Result<Vec<u8>>>,
+    ) -> Result<Vec<Vec<UnitFit<FittedModel>>>>;
 }
 
 impl<S> AnyCoordinator for Coordinator<S>
@@ -113,11 +117,13 @@ where
     fn impute(&self) -> Vec<f64> {
         Coordinator::impute(self)
     }
-    fn finish(&self, parts: &[Vec<u8>]) -> Result<Vec<Vec<UnitFit<FittedModel>>>> {
+    fn finish(
+        &self,
+        parts: &mut dyn Iterator<Item = Result<Vec<u8>>>,
+    ) -> Result<Vec<Vec<UnitFit<FittedModel>>>> {
         let parts = parts
-            .iter()
             .map(|b| {
-                crate::codec::from_packed::<Vec<ReportedUnit<S::Model>>>(b)
+                crate::codec::from_packed::<Vec<ReportedUnit<S::Model>>>(&b?)
                     .map_err(|e| protocol(&format!("a worker's models do not parse: {e}")))
             })
             .collect::<Result<Vec<_>>>()?;

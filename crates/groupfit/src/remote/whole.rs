@@ -171,6 +171,7 @@ pub fn fit_whole(
             target: valid.target,
             rows: &valid_rows,
             groups: valid.group,
+            file: None,
         },
         strategy: Strategy::Auto,
         threads: threads.max(1),
