@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
@@ -79,6 +79,21 @@ class GroupedModel:
         ``groupfit predict --with-route`` writes."""
         return pa.Table.from_batches([self._bundle.predict(to_source(data), with_route)])
 
+    def predict_batches(self, data: Any, with_route: bool = True) -> Iterator[pa.RecordBatch]:
+        """Predictions batch by batch, for inputs larger than memory: yields
+        record batches of the key columns, ``prediction`` and (with
+        ``with_route``) ``route``, in the input's row order.
+
+        ``data`` is a Parquet or CSV path (read 65,536 rows at a time), a
+        ``pyarrow.RecordBatchReader``, a table or DataFrame (predicted in
+        slices of 65,536 rows), or any iterable of record batches or tables.
+        Memory is bounded by a batch and the model, not the input."""
+        if isinstance(data, (str, os.PathLike)):
+            yield from self._bundle.predict_batches(os.fspath(data), with_route)
+            return
+        for batch in _batches(data):
+            yield self._bundle.predict(pa.Table.from_batches([batch]), with_route)
+
     def save(self, path: Union[str, os.PathLike]) -> None:
         """Writes the model file (atomically: a failed write leaves nothing behind)."""
         self._bundle.save(os.fspath(path))
@@ -101,6 +116,30 @@ class GroupedModel:
             f"GroupedModel({s.get('model')}, {s.get('task')}, groups={s.get('groups')}, "
             f"models={s.get('models')}, by={self.key_columns})"
         )
+
+
+STREAM_ROWS = 1 << 16
+
+
+def _batches(data: Any) -> Iterator[pa.RecordBatch]:
+    """``data``'s record batches, at most ``STREAM_ROWS`` rows each."""
+    if isinstance(data, pa.RecordBatch):
+        yield from pa.Table.from_batches([data]).to_batches(max_chunksize=STREAM_ROWS)
+    elif isinstance(data, pa.RecordBatchReader):
+        for batch in data:
+            yield from _batches(batch)
+    elif isinstance(data, pa.Table) or hasattr(data, "__arrow_c_stream__") or type(data).__module__.split(".")[0] in (
+        "pandas",
+        "polars",
+    ):
+        yield from to_source(data).to_batches(max_chunksize=STREAM_ROWS)
+    elif isinstance(data, Iterable):
+        for part in data:
+            if not isinstance(part, (pa.RecordBatch, pa.Table)):
+                raise TypeError(f"predict_batches: expected record batches or tables, got {type(part).__name__}")
+            yield from _batches(part)
+    else:
+        to_source(data)  # raises its TypeError naming what is accepted
 
 
 def load(path: Union[str, os.PathLike]) -> GroupedModel:

@@ -1,7 +1,7 @@
 """Type stubs of the compiled extension ``groupfit._native`` (crates/groupfit-py)."""
 
 from os import PathLike
-from typing import Any, Callable, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 import pyarrow as pa
 
@@ -63,7 +63,12 @@ class Bundle:
     @property
     def task(self) -> str: ...
     def predict(self, data: _Input, with_route: bool = False) -> pa.RecordBatch: ...
+    def predict_batches(self, path: str, with_route: bool) -> PredictBatches: ...
     def scores(self) -> pa.RecordBatch: ...
+
+class PredictBatches:
+    def __iter__(self) -> PredictBatches: ...
+    def __next__(self) -> pa.RecordBatch: ...
 
 class WorkerSession:
     def __init__(self, spec: str, data: pa.RecordBatch, valid: pa.RecordBatch) -> None: ...
@@ -74,7 +79,7 @@ class WorkerSession:
         target: str,
         features: List[str],
         rows: bytes,
-        valid: pa.RecordBatch,
+        valid: Union[pa.RecordBatch, Dict[str, Any]],
         threads: int = 1,
     ) -> WorkerSession: ...
     @property

@@ -405,6 +405,23 @@ impl Bundle {
         batch.to_pyarrow(py)
     }
 
+    /// The predictions of a Parquet or CSV file as an iterator of record
+    /// batches (65,536 input rows each, in row order): memory is bounded by
+    /// a batch, not the file.
+    fn predict_batches(
+        slf: Bound<'_, Self>,
+        path: PathBuf,
+        with_route: bool,
+    ) -> PyResult<PredictBatches> {
+        let batches = job::input_batches(&slf.get().inner, &path).map_err(to_py)?;
+        Ok(PredictBatches {
+            bundle: slf.unbind(),
+            path,
+            with_route,
+            batches: std::sync::Mutex::new(batches),
+        })
+    }
+
     /// One row per group: key columns (as strings, null for a null key part),
     /// `rows` (training), `valid_rows`, `config` (chosen, null when the group
     /// uses the global model), the validation metrics of the model that serves
@@ -484,6 +501,35 @@ fn scores_batch(b: &ModelBundle) -> Result<RecordBatch, ArrowError> {
     RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
 }
 
+/// What `Bundle.predict_batches` returns: each `next` reads a batch of the
+/// file and predicts it, with the GIL released.
+#[pyclass(module = "groupfit._native")]
+pub struct PredictBatches {
+    bundle: Py<Bundle>,
+    path: PathBuf,
+    with_route: bool,
+    batches: std::sync::Mutex<groupfit::data::Batches>,
+}
+
+#[pymethods]
+impl PredictBatches {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let bundle = &self.bundle.get().inner;
+        let next = py.detach(|| {
+            let batch = self.batches.lock().unwrap().next()?;
+            Some(batch.and_then(|b| job::predict_table(bundle, &b, &self.path, self.with_route)))
+        });
+        match next {
+            None => Ok(None),
+            Some(out) => Ok(Some(out.map_err(to_py)?.0.to_pyarrow(py)?)),
+        }
+    }
+}
+
 /// The engine's version.
 #[pyfunction]
 fn version() -> &'static str {
@@ -506,6 +552,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(models, m)?)?;
     m.add_class::<Bundle>()?;
+    m.add_class::<PredictBatches>()?;
     m.add_class::<remote::WorkerSession>()?;
     m.add_class::<remote::Coordinator>()?;
     m.add_function(wrap_pyfunction!(remote::fit_whole, m)?)?;

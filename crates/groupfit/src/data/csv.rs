@@ -30,6 +30,7 @@ use arrow_array::RecordBatch;
 use arrow_cast::parse::Parser;
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 
+use super::Batches;
 use crate::error::{GroupfitError, Result};
 use crate::util::fs::write_atomic;
 
@@ -59,7 +60,7 @@ fn is_gzip(path: &Path) -> bool {
 }
 
 /// The file's bytes, decompressed for `.csv.gz`.
-fn open(path: &Path) -> Result<Box<dyn BufRead>> {
+fn open(path: &Path) -> Result<Box<dyn BufRead + Send>> {
     let file = File::open(path).map_err(|e| GroupfitError::io("read", path, e))?;
     let raw = BufReader::with_capacity(BUFFER, file);
     Ok(if is_gzip(path) {
@@ -314,6 +315,66 @@ pub fn read_csv(path: &Path, indices: &[usize]) -> Result<RecordBatch> {
     Ok(batch)
 }
 
+/// Columns `indices` (into [`csv_schema`]'s fields, in that order) of a
+/// CSV file, `rows` records at a time.
+pub fn csv_batches(path: &Path, indices: &[usize], rows: usize) -> Result<Batches> {
+    let (schema, _) = inferred(path)?;
+    let reader = arrow_csv::ReaderBuilder::new(schema)
+        .with_header(true)
+        .with_batch_size(rows.max(1))
+        .with_projection(indices.to_vec())
+        .build_buffered(open(path)?)
+        .map_err(|e| decode_error(path, e))?;
+    let path = path.to_path_buf();
+    Ok(Box::new(
+        reader.map(move |b| b.map_err(|e| decode_error(&path, e))),
+    ))
+}
+
+/// Writes the batches as one CSV file with a header row (gzip-compressed
+/// for `.csv.gz`), atomically: the first error leaves no file. Nulls are
+/// empty fields. `empty` gives the header when no batch comes.
+pub fn write_csv_batches(
+    path: &Path,
+    empty: &RecordBatch,
+    batches: impl Iterator<Item = Result<RecordBatch>>,
+) -> Result<()> {
+    let err = |e: &dyn std::fmt::Display| GroupfitError::io("write", path, e);
+    write_atomic(path, |file| {
+        let out = BufWriter::with_capacity(BUFFER, file);
+        let mut out = if is_gzip(path) {
+            let gz = flate2::write::GzEncoder::new(out, flate2::Compression::default());
+            write_rows(gz, empty, batches, path)?
+                .finish()
+                .map_err(|e| err(&e))?
+        } else {
+            write_rows(out, empty, batches, path)?
+        };
+        out.flush().map_err(|e| err(&e))
+    })
+}
+
+/// Writes the header and every batch's rows to `out` (`empty`'s header
+/// when no batch comes), and hands it back.
+fn write_rows<W: Write>(
+    out: W,
+    empty: &RecordBatch,
+    batches: impl Iterator<Item = Result<RecordBatch>>,
+    path: &Path,
+) -> Result<W> {
+    let err = |e: ArrowError| GroupfitError::io("write", path, e);
+    let mut writer = arrow_csv::WriterBuilder::new().with_header(true).build(out);
+    let mut any = false;
+    for batch in batches {
+        writer.write(&batch?).map_err(err)?;
+        any = true;
+    }
+    if !any {
+        writer.write(empty).map_err(err)?;
+    }
+    Ok(writer.into_inner())
+}
+
 /// An error of arrow-csv's decoder: a [`GroupfitError::Csv`] when it names
 /// a line, else an I/O error. (Inference has read every record, so these
 /// arise only when the file changed in between.)
@@ -345,27 +406,7 @@ fn number_after(text: &str, marker: &str) -> Option<u64> {
 /// Writes `batch` as CSV with a header row (gzip-compressed for `.csv.gz`),
 /// atomically. Nulls are empty fields.
 pub fn write_csv(path: &Path, batch: &RecordBatch) -> Result<()> {
-    let err = |e: &dyn std::fmt::Display| GroupfitError::io("write", path, e);
-    write_atomic(path, |file| {
-        let out = BufWriter::with_capacity(BUFFER, file);
-        let mut out = if is_gzip(path) {
-            let gz = flate2::write::GzEncoder::new(out, flate2::Compression::default());
-            write_batch(gz, batch)
-                .map_err(|e| err(&e))?
-                .finish()
-                .map_err(|e| err(&e))?
-        } else {
-            write_batch(out, batch).map_err(|e| err(&e))?
-        };
-        out.flush().map_err(|e| err(&e))
-    })
-}
-
-/// Writes the header and the rows of `batch` to `out`, and hands it back.
-fn write_batch<W: Write>(out: W, batch: &RecordBatch) -> std::result::Result<W, ArrowError> {
-    let mut writer = arrow_csv::WriterBuilder::new().with_header(true).build(out);
-    writer.write(batch)?;
-    Ok(writer.into_inner())
+    write_csv_batches(path, batch, std::iter::once(Ok(batch.clone())))
 }
 
 #[cfg(test)]

@@ -147,6 +147,49 @@ pub fn read_table(path: &Path, columns: &[String], threads: usize) -> Result<Rec
     self::csv::read_csv(path, &indices)
 }
 
+/// Record batches read one after another; the first error ends them.
+pub type Batches = Box<dyn Iterator<Item = Result<RecordBatch>> + Send>;
+
+/// Rows a streaming reader ([`table_batches`]) reads at a time.
+pub const STREAM_ROWS: usize = 1 << 16;
+
+/// The named columns of a Parquet or CSV file ([`csv::is_csv`]), `rows`
+/// rows at a time, in file order: memory is bounded by a batch, not the
+/// file. The columns come in the file's order, not the order given. A
+/// name the file lacks is a [`GroupfitError::MissingColumn`].
+pub fn table_batches(path: &Path, columns: &[String], rows: usize) -> Result<Batches> {
+    let schema = table_schema(path)?;
+    let mut indices = columns
+        .iter()
+        .map(|name| {
+            schema
+                .index_of(name)
+                .map_err(|_| missing_column(name, path, &schema))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    indices.sort_unstable();
+    indices.dedup();
+    if self::csv::is_csv(path) {
+        return self::csv::csv_batches(path, &indices, rows);
+    }
+    let pq_err = |path: &Path, e: &dyn std::fmt::Display| GroupfitError::Parquet {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    };
+    let file = File::open(path).map_err(|e| GroupfitError::io("read", path, e))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| pq_err(path, &e))?;
+    let mask = ProjectionMask::roots(builder.parquet_schema(), indices);
+    let reader = builder
+        .with_projection(mask)
+        .with_batch_size(rows.max(1))
+        .build()
+        .map_err(|e| pq_err(path, &e))?;
+    let path = path.to_path_buf();
+    Ok(Box::new(
+        reader.map(move |b| b.map_err(|e| pq_err(&path, &e))),
+    ))
+}
+
 /// Reads file rows `rows` (any order, repeats allowed) of the named columns:
 /// row `i` of the batch is row `rows[i]` of the file. Pages holding none of
 /// the rows are skipped. A row past the file's end is a

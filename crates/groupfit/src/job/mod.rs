@@ -49,7 +49,10 @@ use event::trace_stamp;
 pub use event::Event;
 pub use explain::{explain, Calibration, CutGroup, ExplainOutput, StrategyExplain};
 pub use pooling::{PoolLevel, PoolingSummary};
-pub use predict::{predict_batch, predict_file, predict_table, write_parquet, PredictReport};
+pub use predict::{
+    input_batches, predict_batch, predict_file, predict_table, write_parquet,
+    write_parquet_batches, PredictReport, PredictStream,
+};
 pub use split::Fallbacks;
 pub use summary::{LevelSummary, Routes, Summary, TrainOutput};
 

@@ -1,5 +1,6 @@
 //! Prediction with a trained bundle: [`predict_file`] (Parquet or CSV in,
-//! Parquet or CSV out), [`predict_batch`] (a file in, Arrow out) and
+//! Parquet or CSV out, streamed), [`PredictStream`] (a file in, Arrow
+//! batches out), [`predict_batch`] (a file in, one Arrow batch out) and
 //! [`predict_table`] (Arrow in and out); each row is routed to its group's
 //! model.
 
@@ -11,14 +12,14 @@ use arrow_schema::{DataType, Field, Schema};
 use serde::Serialize;
 
 use super::input::project;
-use crate::data::csv::{is_csv, write_csv};
-use crate::data::{missing_column, read_table, table_schema};
+use crate::data::csv::{is_csv, write_csv_batches};
+use crate::data::{missing_column, read_table, table_batches, table_schema, Batches, STREAM_ROWS};
 use crate::error::{GroupfitError, Result};
 use crate::store::ModelBundle;
 use crate::util::par::resolve_threads;
 
 /// What [`predict_file`] did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PredictReport {
     /// Rows predicted.
     pub rows: usize,
@@ -109,7 +110,10 @@ fn bundle_columns(bundle: &ModelBundle) -> Vec<String> {
 
 /// Loads `model`, predicts `data` and writes `out` (key columns +
 /// `prediction` [+ `route`]) atomically: CSV when `out` ends in `.csv` or
-/// `.csv.gz`, else Parquet.
+/// `.csv.gz`, else Parquet. The input is read [`STREAM_ROWS`] rows at a
+/// time and each batch is written once predicted, so memory is bounded by
+/// the batch and the model, not the input. The output's rows are the
+/// input's, in order. An error leaves no output.
 pub fn predict_file(
     model: &Path,
     data: &Path,
@@ -117,26 +121,103 @@ pub fn predict_file(
     with_route: bool,
 ) -> Result<PredictReport> {
     let bundle = ModelBundle::load(model)?;
-    let (batch, report) = predict_batch(&bundle, data, with_route)?;
+    let stream = PredictStream::open(&bundle, data, with_route)?;
+    let empty = stream.empty()?;
+    let mut report = PredictReport::default();
+    let batches = stream.map(|b| {
+        let (batch, r) = b?;
+        report.add(&r);
+        Ok(batch)
+    });
     if is_csv(out) {
-        write_csv(out, &batch)?;
+        write_csv_batches(out, &empty, batches)?;
     } else {
-        write_parquet(out, &batch)?;
+        write_parquet_batches(out, &empty, batches)?;
     }
     Ok(report)
 }
 
-/// Writes one batch as Parquet, atomically.
-pub fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
+/// The predictions of a file, batch by batch: each batch of
+/// [`STREAM_ROWS`] input rows is read, predicted ([`predict_table`]) and
+/// handed on.
+pub struct PredictStream<'a> {
+    bundle: &'a ModelBundle,
+    path: std::path::PathBuf,
+    with_route: bool,
+    batches: Batches,
+}
+
+impl<'a> PredictStream<'a> {
+    /// Opens `data` ([`input_batches`]).
+    pub fn open(bundle: &'a ModelBundle, data: &Path, with_route: bool) -> Result<Self> {
+        Ok(PredictStream {
+            bundle,
+            path: data.to_path_buf(),
+            with_route,
+            batches: input_batches(bundle, data)?,
+        })
+    }
+
+    /// The output of no rows (its schema: what an empty input writes).
+    pub fn empty(&self) -> Result<RecordBatch> {
+        let schema = table_schema(&self.path)?;
+        let input = RecordBatch::new_empty(schema);
+        Ok(predict_table(self.bundle, &input, &self.path, self.with_route)?.0)
+    }
+}
+
+/// The bundle's key and feature columns of `data`, [`STREAM_ROWS`] rows
+/// at a time, after checking that `data` has them all.
+pub fn input_batches(bundle: &ModelBundle, data: &Path) -> Result<Batches> {
+    let schema = table_schema(data)?;
+    for column in bundle.key_columns.iter().chain(&bundle.features) {
+        if schema.index_of(column).is_err() {
+            return Err(missing_column(column, data, &schema));
+        }
+    }
+    table_batches(data, &bundle_columns(bundle), STREAM_ROWS)
+}
+
+impl Iterator for PredictStream<'_> {
+    type Item = Result<(RecordBatch, PredictReport)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let batch = self.batches.next()?;
+        Some(batch.and_then(|b| predict_table(self.bundle, &b, &self.path, self.with_route)))
+    }
+}
+
+impl PredictReport {
+    /// Adds another batch's counts.
+    pub fn add(&mut self, other: &PredictReport) {
+        self.rows += other.rows;
+        self.own += other.own;
+        self.global += other.global;
+        self.unseen += other.unseen;
+        self.level += other.level;
+    }
+}
+
+/// Writes the batches as one Parquet file, atomically: the first error
+/// leaves no file. `empty` gives the schema when no batch comes.
+pub fn write_parquet_batches(
+    path: &Path,
+    empty: &RecordBatch,
+    batches: impl Iterator<Item = Result<RecordBatch>>,
+) -> Result<()> {
     crate::util::fs::write_atomic(path, |f| {
-        let mut writer = parquet::arrow::ArrowWriter::try_new(f, batch.schema(), None)
-            .map_err(|e| GroupfitError::io("write", path, e))?;
-        writer
-            .write(batch)
-            .map_err(|e| GroupfitError::io("write", path, e))?;
-        writer
-            .close()
-            .map_err(|e| GroupfitError::io("write", path, e))?;
+        let err = |e: parquet::errors::ParquetError| GroupfitError::io("write", path, e);
+        let mut writer =
+            parquet::arrow::ArrowWriter::try_new(f, empty.schema(), None).map_err(err)?;
+        for batch in batches {
+            writer.write(&batch?).map_err(err)?;
+        }
+        writer.close().map_err(err)?;
         Ok(())
     })
+}
+
+/// Writes one batch as Parquet, atomically.
+pub fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
+    write_parquet_batches(path, batch, std::iter::once(Ok(batch.clone())))
 }
