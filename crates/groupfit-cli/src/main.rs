@@ -186,8 +186,32 @@ fn keep_freed_memory() {
     }
 }
 
+/// Ends the process on SIGINT (Ctrl-C) or SIGTERM at once: the temporary
+/// files being written are removed, no output is renamed into place (an
+/// existing one is left as it was), one line says so, and the exit code is
+/// 128 plus the signal's number (130, 143).
+fn exit_on_signals() {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(signal) = signals.forever().next() {
+            let _held = groupfit::util::fs::remove_temporaries();
+            let name = if signal == SIGINT {
+                "SIGINT"
+            } else {
+                "SIGTERM"
+            };
+            eprintln!("error: interrupted by {name}; no output was written");
+            std::process::exit(128 + signal);
+        }
+    });
+}
+
 fn main() {
     keep_freed_memory();
+    exit_on_signals();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Train(a) => train(a),
