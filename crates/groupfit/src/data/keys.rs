@@ -162,6 +162,11 @@ impl GroupEncoder {
     pub fn lookup(&self, columns: &[ArrayRef]) -> Result<Vec<Option<u32>>> {
         let cols = key_texts(columns)?;
         let rows = cols.first().map_or(0, |c| c.key.len());
+        if self.values.len() < cols.len() {
+            // Fewer key columns known than given (an encoder of no
+            // groups): no row's key is known.
+            return Ok(vec![None; rows]);
+        }
         let mut out = Vec::with_capacity(rows);
         let mut local = vec![0u32; self.n_cols];
         'rows: for i in 0..rows {
@@ -307,6 +312,13 @@ fn value_at(col: &ArrayRef, i: usize) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_encoder_of_no_groups_finds_no_row() {
+        let col: ArrayRef = Arc::new(arrow_array::StringArray::from(vec!["a", "b"]));
+        let enc = GroupEncoder::from_keys(&[]);
+        assert_eq!(enc.lookup(&[col]).unwrap(), vec![None, None]);
+    }
     use arrow_array::{Float32Array, Float64Array, Int64Array, StringArray};
     use std::sync::Arc;
 

@@ -1,7 +1,8 @@
 //! The engine's integration tests (one test binary for the crate, one
 //! module per family: `linear`, `mlp`, `gbdt`; `onehot` for categorical
 //! features; `hierarchy` for `--hierarchy`; `store` for the model file;
-//! `common` for the synthetic data and the helpers they share).
+//! `fuzz` for over 20,000 damaged model files; `common` for the synthetic
+//! data and the helpers they share).
 //!
 //! * grouped == looped: groups trained together give the models each group
 //!   gets when trained alone from its own file;
@@ -30,6 +31,7 @@
 //! `FORMAT_VERSION` deliberately and add files for the new version.
 
 mod common;
+mod fuzz;
 mod gbdt;
 mod hierarchy;
 mod linear;
