@@ -30,7 +30,6 @@ use arrow_array::RecordBatch;
 use arrow_cast::parse::Parser;
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 
-use super::Batches;
 use crate::error::{GroupfitError, Result};
 use crate::util::fs::write_atomic;
 
@@ -317,7 +316,11 @@ pub fn read_csv(path: &Path, indices: &[usize]) -> Result<RecordBatch> {
 
 /// Columns `indices` (into [`csv_schema`]'s fields, in that order) of a
 /// CSV file, `rows` records at a time.
-pub fn csv_batches(path: &Path, indices: &[usize], rows: usize) -> Result<Batches> {
+pub fn csv_batches(
+    path: &Path,
+    indices: &[usize],
+    rows: usize,
+) -> Result<impl Iterator<Item = Result<RecordBatch>> + Send + 'static> {
     let (schema, _) = inferred(path)?;
     let reader = arrow_csv::ReaderBuilder::new(schema)
         .with_header(true)
@@ -326,9 +329,7 @@ pub fn csv_batches(path: &Path, indices: &[usize], rows: usize) -> Result<Batche
         .build_buffered(open(path)?)
         .map_err(|e| decode_error(path, e))?;
     let path = path.to_path_buf();
-    Ok(Box::new(
-        reader.map(move |b| b.map_err(|e| decode_error(&path, e))),
-    ))
+    Ok(reader.map(move |b| b.map_err(|e| decode_error(&path, e))))
 }
 
 /// Writes the batches as one CSV file with a header row (gzip-compressed

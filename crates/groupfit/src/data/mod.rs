@@ -136,15 +136,20 @@ pub fn read_table(path: &Path, columns: &[String], threads: usize) -> Result<Rec
         return read_parquet(path, columns, threads);
     }
     let schema = self::csv::csv_schema(path)?;
-    let indices = columns
+    self::csv::read_csv(path, &column_indices(&schema, columns, path)?)
+}
+
+/// The index in `schema` of each of `columns`; a name it lacks is a
+/// [`GroupfitError::MissingColumn`] naming `path`.
+pub fn column_indices(schema: &Schema, columns: &[String], path: &Path) -> Result<Vec<usize>> {
+    columns
         .iter()
         .map(|name| {
             schema
                 .index_of(name)
-                .map_err(|_| missing_column(name, path, &schema))
+                .map_err(|_| missing_column(name, path, schema))
         })
-        .collect::<Result<Vec<_>>>()?;
-    self::csv::read_csv(path, &indices)
+        .collect()
 }
 
 /// Record batches read one after another; the first error ends them.
@@ -158,19 +163,11 @@ pub const STREAM_ROWS: usize = 1 << 16;
 /// file. The columns come in the file's order, not the order given. A
 /// name the file lacks is a [`GroupfitError::MissingColumn`].
 pub fn table_batches(path: &Path, columns: &[String], rows: usize) -> Result<Batches> {
-    let schema = table_schema(path)?;
-    let mut indices = columns
-        .iter()
-        .map(|name| {
-            schema
-                .index_of(name)
-                .map_err(|_| missing_column(name, path, &schema))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let mut indices = column_indices(&*table_schema(path)?, columns, path)?;
     indices.sort_unstable();
     indices.dedup();
     if self::csv::is_csv(path) {
-        return self::csv::csv_batches(path, &indices, rows);
+        return Ok(Box::new(self::csv::csv_batches(path, &indices, rows)?));
     }
     let pq_err = |path: &Path, e: &dyn std::fmt::Display| GroupfitError::Parquet {
         path: path.display().to_string(),

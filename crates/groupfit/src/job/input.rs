@@ -14,7 +14,9 @@ use super::event::{trace_stamp, Event};
 use crate::data::categorical::{all_null, Dictionary, Encoding, FeatureKind};
 use crate::data::csv::is_csv;
 use crate::data::keys::GroupEncoder;
-use crate::data::{missing_column, numeric_column, read_table, table_schema, Column};
+use crate::data::{
+    column_indices, missing_column, numeric_column, read_table, table_schema, Column,
+};
 use crate::error::{GroupfitError, Result};
 use crate::registry::AnyFamily;
 use crate::util::par::resolve_threads;
@@ -265,15 +267,7 @@ fn wanted_columns(spec: &TrainSpec, features: &[String]) -> Vec<String> {
 
 /// The columns `wanted` of `batch`, in that order.
 pub(super) fn project(batch: &RecordBatch, wanted: &[String], path: &Path) -> Result<RecordBatch> {
-    let schema = batch.schema();
-    let indices = wanted
-        .iter()
-        .map(|column| {
-            schema
-                .index_of(column)
-                .map_err(|_| missing_column(column, path, &schema))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let indices = column_indices(&batch.schema(), wanted, path)?;
     batch
         .project(&indices)
         .map_err(|e| GroupfitError::arg(format!("cannot select columns: {e}")))
