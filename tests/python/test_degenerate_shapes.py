@@ -1,0 +1,71 @@
+"""Degenerate shapes, each with a stated bound: a million groups of 1-3
+rows, and a million distinct 100-byte keys. Each trains and predicts in
+under 60 s and 2 GB of memory (measured: 3-6 s and under 0.9 GB on the
+project's 2-core VM), and the summary stays a few lines long."""
+
+import json
+import resource
+import subprocess
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from conftest import binary_path
+
+SECONDS = 60
+PEAK_MB = 2048
+SUMMARY_LINES = 30
+
+
+def run_bounded(*args):
+    """Runs the CLI; returns (stdout, stderr) after checking the bounds."""
+    t0 = time.monotonic()
+    p = subprocess.run([str(binary_path()), *map(str, args)], capture_output=True, text=True, timeout=5 * SECONDS)
+    took = time.monotonic() - t0
+    assert p.returncode == 0, p.stderr
+    assert took < SECONDS, f"{args[0]} took {took:.1f} s"
+    # the largest child so far: every run here is bounded the same
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    assert peak_mb < PEAK_MB, f"{args[0]} peaked at {peak_mb:.0f} MB"
+    assert len(p.stderr.splitlines()) <= SUMMARY_LINES, p.stderr
+    return p.stdout, p.stderr
+
+
+def train_and_predict(tmp_path, table, by):
+    data = tmp_path / "d.parquet"
+    pq.write_table(table, data)
+    out = tmp_path / "m.gfm"
+    stdout, _ = run_bounded("train", "--data", data, "--by", by, "--target", "y", "--out", out, "--json")
+    summary = json.loads(stdout)
+    preds = tmp_path / "p.parquet"
+    stdout, _ = run_bounded("predict", "--model", out, "--data", data, "--out", preds, "--json")
+    report = json.loads(stdout)
+    assert report["rows"] == table.num_rows
+    assert pq.read_table(preds).num_rows == table.num_rows
+    return summary, report
+
+
+def test_a_million_groups_of_one_to_three_rows(tmp_path):
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(1, 4, 1_000_000)
+    g = np.repeat(np.arange(len(sizes)), sizes)
+    x = rng.standard_normal((len(g), 4)).astype(np.float32)
+    y = (x[:, 0] + rng.standard_normal(len(g)) > 0).astype(np.float64)
+    table = pa.table({"g": g, **{f"x{j}": x[:, j] for j in range(4)}, "y": y})
+    summary, report = train_and_predict(tmp_path, table, "g")
+    # every group is under --min-rows: the global model serves them all
+    assert summary["groups"] > 900_000 and summary["routes"]["groups_own"] == 0
+    assert report["own"] == 0 and report["global"] == table.num_rows
+
+
+def test_a_million_distinct_hundred_byte_keys(tmp_path):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(1_000_000)
+    keys = [f"{i:0100d}" for i in range(1_000_000)]
+    table = pa.table({"k": keys, "x": x, "y": (x + rng.standard_normal(len(x)) > 0).astype(np.float64)})
+    summary, report = train_and_predict(tmp_path, table, "k")
+    # the held-out fifth of the keys are unseen in training
+    assert 750_000 < summary["groups"] < 850_000 and summary["routes"]["groups_own"] == 0
+    assert report["unseen"] == table.num_rows - summary["groups"] and report["own"] == 0
