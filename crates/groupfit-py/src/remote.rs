@@ -338,6 +338,21 @@ fn all_bytes(parts: Vec<Vec<u8>>) -> PyResult<Vec<Vec<f64>>> {
     parts.iter().map(|b| from_bytes(b)).collect()
 }
 
+impl Coordinator {
+    /// One message from every worker's (little-endian `f64` bytes), merged
+    /// by `op` into the message for every worker.
+    fn merge<'py>(
+        &self,
+        py: Python<'py>,
+        parts: Vec<Vec<u8>>,
+        op: impl FnOnce(&mut dyn AnyCoordinator, &[Vec<f64>]) -> Result<Vec<f64>>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let parts = all_bytes(parts)?;
+        let v = op(self.inner.lock().unwrap().as_mut(), &parts).map_err(to_py)?;
+        Ok(to_bytes(py, &v))
+    }
+}
+
 #[pymethods]
 impl Coordinator {
     /// A coordinator for the workers' shard specs (JSON, in worker order).
@@ -365,13 +380,7 @@ impl Coordinator {
         py: Python<'py>,
         parts: Vec<Vec<u8>>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let v = self
-            .inner
-            .lock()
-            .unwrap()
-            .reduce(&all_bytes(parts)?)
-            .map_err(to_py)?;
-        Ok(to_bytes(py, &v))
+        self.merge(py, parts, |c, p| c.reduce(p))
     }
 
     /// Combines the workers' partial statistics (in worker order).
@@ -380,13 +389,7 @@ impl Coordinator {
         py: Python<'py>,
         parts: Vec<Vec<u8>>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let v = self
-            .inner
-            .lock()
-            .unwrap()
-            .combine(&all_bytes(parts)?)
-            .map_err(to_py)?;
-        Ok(to_bytes(py, &v))
+        self.merge(py, parts, |c, p| c.combine(p))
     }
 
     /// The values replacing a missing feature (bytes).

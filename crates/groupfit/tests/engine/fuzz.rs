@@ -195,40 +195,29 @@ fn mutate(file: &[u8], version: u32, kind: usize, rng: &mut Rng) -> Vec<u8> {
     }
 }
 
-fn golden_files() -> Vec<(PathBuf, Vec<u8>)> {
+/// The golden directory's files ending in `.{ext}`, sorted.
+fn golden(ext: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "gfm"))
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
         .collect();
     files.sort();
     files
+}
+
+#[test]
+fn twenty_thousand_damaged_model_files_load_or_fail_cleanly() {
+    let files: Vec<(PathBuf, Vec<u8>)> = golden("gfm")
         .into_iter()
         .map(|p| {
             let b = std::fs::read(&p).unwrap();
             (p, b)
         })
-        .collect()
-}
-
-fn golden_rows() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden");
-    let mut rows: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
         .collect();
-    rows.sort();
-    rows
-}
-
-#[test]
-fn twenty_thousand_damaged_model_files_load_or_fail_cleanly() {
-    let files = golden_files();
-    let rows = golden_rows();
+    let rows = golden("parquet");
     assert!(files.len() >= 10 && !rows.is_empty());
     let per_file = 20_000usize.div_ceil(files.len());
     let (mut loaded, mut refused, mut predicted) = (0usize, 0usize, 0usize);
