@@ -11,7 +11,7 @@ and :class:`GroupedEstimator` (imported when first used: they need scikit-learn)
 """
 
 from groupfit import exceptions
-from groupfit._model import GroupedModel, fit, load
+from groupfit._model import GroupedModel, explain, fit, load
 from groupfit._native import version as _engine_version
 from groupfit.runners import NativeRunner, RayRunner, Runner
 
@@ -19,6 +19,7 @@ __version__ = _engine_version()
 
 __all__ = [
     "fit",
+    "explain",
     "load",
     "GroupedModel",
     "GroupedEstimator",

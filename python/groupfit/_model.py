@@ -191,35 +191,72 @@ def fit(
     ``docs/families.md``).
     The other arguments mean what the CLI's ``train`` options mean.
     """
+    r, job = _job(locals())
+    bundle = r.fit(job)
+    return GroupedModel(bundle, runner_info=getattr(r, "last_info", None))
+
+
+def explain(
+    data: Any,
+    by: Union[str, Sequence[str]],
+    target: str,
+    model: str = "linear",
+    params: Optional[Mapping[str, Any]] = None,
+    valid: Any = 0.2,
+    features: Optional[Sequence[str]] = None,
+    categorical: Optional[Sequence[str]] = None,
+    max_categories: int = 10_000,
+    task: Optional[str] = None,
+    min_rows: int = 10,
+    threads: int = 0,
+    seed: int = 0,
+    strategy: str = "auto",
+    runner: Any = None,
+    global_model: bool = True,
+    hierarchy: bool = False,
+    shrinkage: Optional[str] = None,
+) -> dict:
+    """What :func:`fit` with the same arguments would run, priced, nothing
+    trained: the CLI's ``groupfit explain --json`` as a dict (``auto``, the
+    cost model, every strategy's estimate). With ``runner="ray"`` (or a
+    :class:`groupfit.RayRunner`), the Ray runner's plans, priced with the
+    network measured to its actors (``network``)."""
+    r, job = _job(locals())
+    return r.explain(job)
+
+
+def _job(a: dict) -> tuple:
+    """The runner and the engine's job for the arguments ``a`` of
+    :func:`fit` or :func:`explain`."""
+    valid = a["valid"]
     if isinstance(valid, bool):
         raise TypeError("valid: expected a fraction, a table or a path")
     if isinstance(valid, (int, float)):
         valid_source, fraction = None, float(valid)
     else:
         valid_source, fraction = to_source(valid, "valid"), 0.2
+    features, categorical, shrinkage = a["features"], a["categorical"], a["shrinkage"]
     job = dict(
-        data=to_source(data),
-        by=key_list(by),
-        target=target,
+        data=to_source(a["data"]),
+        by=key_list(a["by"]),
+        target=a["target"],
         valid=valid_source,
         valid_fraction=fraction,
         features=None if features is None else key_list(features),
         categorical=None if categorical is None else key_list(categorical),
-        max_categories=_count("max_categories", max_categories),
-        task=task,
-        model=model,
-        params=grid_specs(params),
-        min_rows=_count("min_rows", min_rows),
-        threads=_count("threads", threads),
-        seed=_count("seed", seed),
-        strategy=strategy,
-        global_model=bool(global_model),
-        hierarchy=bool(hierarchy),
+        max_categories=_count("max_categories", a["max_categories"]),
+        task=a["task"],
+        model=a["model"],
+        params=grid_specs(a["params"]),
+        min_rows=_count("min_rows", a["min_rows"]),
+        threads=_count("threads", a["threads"]),
+        seed=_count("seed", a["seed"]),
+        strategy=a["strategy"],
+        global_model=bool(a["global_model"]),
+        hierarchy=bool(a["hierarchy"]),
         shrinkage=None if shrinkage is None else str(shrinkage),
     )
-    r = resolve_runner(runner)
-    bundle = r.fit(job)
-    return GroupedModel(bundle, runner_info=getattr(r, "last_info", None))
+    return resolve_runner(a["runner"]), job
 
 
 def _count(name: str, value: Any) -> int:

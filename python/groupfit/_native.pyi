@@ -45,6 +45,29 @@ def train(
     remote: Optional[Callable[[list[tuple[str, pa.RecordBatch]]], dict]] = None,
     remote_workers: int = 2,
 ) -> Bundle: ...
+def explain(
+    data: _Input,
+    by: list[str],
+    target: str,
+    *,
+    network: Optional[tuple[float, float]] = None,
+    remote_workers: int = 2,
+    valid: Optional[_Input] = None,
+    valid_fraction: float = 0.2,
+    features: Optional[list[str]] = None,
+    categorical: Optional[list[str]] = None,
+    max_categories: int = 10_000,
+    task: Optional[str] = None,
+    model: str = "linear",
+    params: list[str] = ...,
+    min_rows: int = 10,
+    threads: int = 0,
+    seed: int = 0,
+    strategy: str = "auto",
+    global_model: bool = True,
+    hierarchy: bool = False,
+    shrinkage: Optional[str] = None,
+) -> str: ...
 
 class Bundle:
     @staticmethod

@@ -16,6 +16,7 @@ package above the engine, so ``_model`` can import it and not the reverse.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, Optional
 
@@ -38,6 +39,11 @@ class Runner:
         """Runs the training job; returns the trained bundle and sets ``last_info``."""
         raise NotImplementedError
 
+    def explain(self, job: dict) -> dict:  # pragma: no cover - abstract
+        """The plans this runner would run for the job, priced, nothing
+        trained: ``groupfit explain --json`` as a dict."""
+        raise NotImplementedError
+
 
 class NativeRunner(Runner):
     """Trains in this process with the engine's own threads (``threads`` of the job)."""
@@ -53,15 +59,22 @@ class NativeRunner(Runner):
         self.last_info: dict = {}
         return bundle
 
+    def explain(self, job: dict) -> dict:
+        job = dict(job)
+        data, by, target = job.pop("data"), job.pop("by"), job.pop("target")
+        return json.loads(_native.explain(data, by, target, **job))
+
 
 class RayRunner(Runner):
     """Trains on Ray actors: ``workers`` actors with ``cpus_per_worker`` CPUs each.
 
-    Small groups go whole to one actor, large groups (and the global model's
-    pseudo-group) are sharded over all actors; each actor runs the engine's
-    partial steps on its shard, and the driver combines the partial statistics
-    of sharded groups and broadcasts them (linear models). Trees and networks
-    go by whole groups: each actor fits its groups with the native engine.
+    The planner places the groups: whole on one actor, or cut over several
+    (``strategy``: ``auto`` picks the cheapest of ``tp``, ``fused`` and
+    ``hybrid``, priced with the network it measures at the start of a run).
+    Each actor runs the engine's partial steps on its pieces, and the driver
+    combines the partial statistics of cut groups and broadcasts them. With
+    categorical features, groups go whole: each actor fits its groups with
+    the native engine.
     ``max_restarts``: how many times a failed actor is replaced (its shard
     reloaded, training resumed from the last completed pass; for whole groups,
     its shard fitted again) before the run fails with
@@ -93,6 +106,14 @@ class RayRunner(Runner):
         from groupfit.ray_runner import fit_on_ray
 
         return fit_on_ray(self, job)
+
+    def explain(self, job: dict) -> dict:
+        """The one-stage plans (``tp``, ``fused``, ``hybrid``) of ``workers``
+        actors, priced with the family's pilot on a sample and the network
+        measured to fresh actors (round trip and bytes per second)."""
+        from groupfit.ray_runner import explain_on_ray
+
+        return explain_on_ray(self, job)
 
 
 RUNNERS = {"native": NativeRunner, "ray": RayRunner}

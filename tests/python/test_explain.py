@@ -138,3 +138,43 @@ def test_gbdt_prices_a_booster_round_by_group_size(gf, tmp_path, cache_dir):
     assert "whole passes by group size" in text
     lin = explain_json(gf, data, "--threads", "2")
     assert lin["calibration"]["by_size"] is None
+
+
+def test_explain_prices_the_ray_runners_plans_with_the_network(gf, tmp_path, cache_dir):
+    # One group of 40,000 rows and small ones, 2 Ray workers. The plans of
+    # one stage a pass (no dp), their sync priced with two round trips a
+    # stage: with 10 ms round trips cutting costs more than it saves, with
+    # 10 us it is worth it. The network comes from --network or the last
+    # Ray run (network.json), else one clear line.
+    sizes = {"big": 40000, **{f"s{i}": 300 + 11 * i for i in range(20)}}
+    cols, _ = make_grouped(seed=12, sizes=sizes, d=4)
+    data = gf.write_parquet(tmp_path / "t.parquet", cols)
+    ray = ["--runner", "ray", "--workers", "2", "--param", "C=0.1,1"]
+    slow = explain_json(gf, data, *ray, "--network", "10000,100")
+    assert slow["runner"] == "ray" and slow["workers"] == 2
+    assert slow["network"] == {"rtt_us": 10000.0, "bytes_per_s": 1e8, "source": "given"}
+    assert [s["strategy"] for s in slow["strategies"]] == ["tp", "fused", "hybrid"]
+    assert slow["calibration"]["stage_us"] == 20000.0
+    assert slow["auto"] == auto_rule(slow)
+    by = {s["strategy"]: s for s in slow["strategies"]}
+    for s in ("fused", "hybrid"):
+        if by[s]["groups_cut"]:
+            assert by[s]["sync_s"] > by["tp"]["sync_s"]
+    fast = explain_json(gf, data, *ray, "--network", "10,10000")
+    assert fast["calibration"]["stage_us"] == 20.0
+    assert min(s["sync_s"] for s in fast["strategies"]) < min(s["sync_s"] for s in slow["strategies"])
+    native = explain_json(gf, data, "--param", "C=0.1,1")
+    assert native["runner"] == "native" and native["network"] is None
+    rc, _, err = run("explain", "--data", data, "--by", "g", "--target", "y", "--runner", "ray")
+    assert_cli_error(rc, err, "no measured network", str(cache_dir / "network.json"), "--network")
+    rc, _, err = run("explain", "--data", data, "--by", "g", "--target", "y", "--runner", "ray", "--network", "5")
+    assert_cli_error(rc, err, "--network '5'", "ROUND_TRIP_US,MB_PER_S")
+    # a Ray run's measurement is what the CLI prices with next
+    (cache_dir / "network.json").write_text(
+        json.dumps({"network": {"rtt_us": 700.0, "bytes_per_s": 5e8}, "day": 20000})
+    )
+    cached = explain_json(gf, data, *ray)
+    assert cached["network"]["rtt_us"] == 700.0
+    assert cached["network"]["source"].startswith("measured 2024-10-04")
+    text = gf.ok("explain", "--data", data, "--by", "g", "--target", "y", *ray)
+    assert "2 Ray workers" in text and "network: 700 us round trip" in text

@@ -17,7 +17,7 @@ pub fn print_explain(e: &ExplainOutput) {
 fn print_job_and_costs(e: &ExplainOutput) {
     let c = &e.calibration;
     emit(&format!(
-        "plan for {} {} models: {} groups ({} with own models){}, {} units, {} training rows, {} features, {} workers",
+        "plan for {} {} models: {} groups ({} with own models){}, {} units, {} training rows, {} features, {} {}",
         e.model,
         e.task.name(),
         fmt_int(e.groups),
@@ -30,10 +30,15 @@ fn print_job_and_costs(e: &ExplainOutput) {
         fmt_int(e.units),
         fmt_int(e.rows_train),
         e.features,
-        e.workers
+        e.workers,
+        if e.runner == "ray" {
+            "Ray workers"
+        } else {
+            "workers"
+        }
     ));
     emit(&format!(
-        "cost model: {:.2} ns per unit-row{}, {:.2} us per update, {:.2} us per shard (pilot run on this data); {:.1} us per stage, {:.2} ns per combined statistic ({} on {}, {})",
+        "cost model: {:.2} ns per unit-row{}, {:.2} us per update, {:.2} us per shard (pilot run on {}); {:.1} us per stage, {:.2} ns per combined statistic ({})",
         c.row_unit_ns,
         if c.heavy_unit_ns > 0.0 {
             format!(" (+{:.2} ns where the Hessian is summed)", c.heavy_unit_ns)
@@ -42,12 +47,23 @@ fn print_job_and_costs(e: &ExplainOutput) {
         },
         c.apply_unit_us,
         c.shard_us,
+        if e.network.is_some() {
+            "a sample of this data"
+        } else {
+            "this data"
+        },
         c.stage_us,
         c.combine_ns,
-        if c.cached { "cached" } else { "measured" },
-        c.date,
-        c.cache_file.as_deref().unwrap_or("not cached")
+        machine_source(e)
     ));
+    if let Some(n) = &e.network {
+        emit(&format!(
+            "network: {:.0} us round trip, {} per second ({}); a stage is two round trips, a combined statistic 16 bytes",
+            n.rtt_us,
+            fmt_bytes(n.bytes_per_s as usize),
+            n.source
+        ));
+    }
     if let Some(b) = &c.by_size {
         let at: Vec<String> = b
             .points
@@ -58,6 +74,21 @@ fn print_job_and_costs(e: &ExplainOutput) {
             "whole passes by group size (ns per unit-row; pilot run, in between by the logarithm of the size): {}",
             at.join(", ")
         ));
+    }
+}
+
+/// Where the stage and combine constants came from.
+fn machine_source(e: &ExplainOutput) -> String {
+    let c = &e.calibration;
+    let when = format!(
+        "{} on {}, {}",
+        if c.cached { "cached" } else { "measured" },
+        c.date,
+        c.cache_file.as_deref().unwrap_or("not cached")
+    );
+    match e.network {
+        Some(_) => format!("with the network below; adding {when}"),
+        None => when,
     }
 }
 

@@ -14,6 +14,7 @@ use std::time::Instant;
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use groupfit::data::Task;
+use groupfit::error::GroupfitError;
 use groupfit::job::{self, TrainSpec};
 use groupfit::plan::Strategy;
 use groupfit::tune::shrinkage::Shrinkage;
@@ -137,6 +138,23 @@ struct ExplainArgs {
     /// Print the plan as one JSON object on stdout.
     #[arg(long)]
     json: bool,
+    /// Where the plans run: native (this machine's threads) or ray (remote
+    /// workers, one stage a pass, priced with the network term).
+    #[arg(long, value_enum, default_value_t = RunnerArg::Native)]
+    runner: RunnerArg,
+    /// Remote workers (with --runner ray).
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// The network as ROUND_TRIP_US,MB_PER_S (with --runner ray); default:
+    /// the last one a Ray run measured (network.json in the cache directory).
+    #[arg(long, value_name = "RTT_US,MB_PER_S")]
+    network: Option<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum RunnerArg {
+    Native,
+    Ray,
 }
 
 #[derive(Args)]
@@ -256,13 +274,59 @@ impl JobArgs {
 }
 
 fn explain(a: ExplainArgs) -> Result<()> {
-    let e = job::explain(&a.job.spec()?)?;
+    let remote = match a.runner {
+        RunnerArg::Native => None,
+        RunnerArg::Ray => Some(remote_workers(a.workers, a.network.as_deref())?),
+    };
+    let e = job::explain_on(&a.job.spec()?, remote.as_ref())?;
     if a.json {
         emit(&serde_json::to_string(&e)?);
         return Ok(());
     }
     explain::print_explain(&e);
     Ok(())
+}
+
+/// The remote workers of `explain --runner ray`: `--network` when given,
+/// else the last network a Ray run measured.
+fn remote_workers(workers: usize, network: Option<&str>) -> Result<job::RemoteWorkers> {
+    if workers == 0 {
+        return Err(GroupfitError::arg("--workers must be at least 1").into());
+    }
+    let (network, source) = match network {
+        Some(text) => (parse_network(text)?, "given".to_string()),
+        None => {
+            let (m, path) = groupfit::remote::price::remembered()?;
+            let date = groupfit::exec::calibrate::civil_date(m.day);
+            (m.network, format!("measured {date}, {}", path.display()))
+        }
+    };
+    Ok(job::RemoteWorkers {
+        workers,
+        network,
+        source,
+    })
+}
+
+/// `--network ROUND_TRIP_US,MB_PER_S`.
+fn parse_network(text: &str) -> Result<groupfit::plan::Network> {
+    let bad = || {
+        GroupfitError::arg(format!(
+            "--network '{text}': expected ROUND_TRIP_US,MB_PER_S, two positive numbers (e.g. 500,1000)"
+        ))
+    };
+    let (a, b) = text.split_once(',').ok_or_else(bad)?;
+    let (rtt, mbs): (f64, f64) = (
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    );
+    if !(rtt.is_finite() && mbs.is_finite() && rtt > 0.0 && mbs > 0.0) {
+        return Err(bad().into());
+    }
+    Ok(groupfit::plan::Network {
+        rtt_us: rtt,
+        bytes_per_s: mbs * 1e6,
+    })
 }
 
 fn train(a: TrainArgs) -> Result<()> {

@@ -19,17 +19,15 @@ use arrow_schema::{ArrowError, DataType, Field, Schema};
 use groupfit::data::keys::display_key;
 use groupfit::data::Task;
 use groupfit::error::GroupfitError as EngineError;
-use groupfit::job::{self, TrainSpec};
-use groupfit::plan::Strategy;
-use groupfit::registry::{family, AnyFamily};
+use groupfit::job;
 use groupfit::store::{GroupEntry, GroupPool, ModelBundle};
-use groupfit::tune::shrinkage::Shrinkage;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 mod remote;
+mod training;
 
 create_exception!(
     _native,
@@ -166,140 +164,17 @@ pub(crate) fn collect(reader: RecordBatchStreamReader) -> PyResult<RecordBatch> 
     }
 }
 
-/// Parses `strategy` and `task` arguments.
-fn parse_strategy(s: &str) -> PyResult<Strategy> {
-    Strategy::parse(s).map_err(to_py)
-}
-
 /// Label of in-memory training data in messages.
-const TABLE: &str = "<table>";
-/// Label of in-memory validation data in messages.
-const VALID_TABLE: &str = "<valid table>";
-
-/// Trains on `data` (path or Arrow) and returns the bundle with its summary
-/// (`wall_s` and the bundle's stored summary filled in as the CLI does).
-/// With `remote` (the Ray runner's driver), the units are fitted by it on
-/// `remote_workers` workers (see `remote::RemoteFamily`).
-#[pyfunction]
-#[pyo3(signature = (data, by, target, *, valid=None, valid_fraction=0.2, features=None,
-    categorical=None, max_categories=groupfit::data::categorical::DEFAULT_MAX_CATEGORIES,
-    task=None, model="linear".to_string(), params=Vec::new(), min_rows=10, threads=0, seed=0,
-    strategy="auto".to_string(), global_model=true, hierarchy=false, shrinkage=None, remote=None, remote_workers=2))]
-#[allow(clippy::too_many_arguments)]
-fn train(
-    py: Python<'_>,
-    data: Input,
-    by: Vec<String>,
-    target: String,
-    valid: Option<Input>,
-    valid_fraction: f64,
-    features: Option<Vec<String>>,
-    categorical: Option<Vec<String>>,
-    max_categories: usize,
-    task: Option<String>,
-    model: String,
-    params: Vec<String>,
-    min_rows: usize,
-    threads: usize,
-    seed: u64,
-    strategy: String,
-    global_model: bool,
-    hierarchy: bool,
-    shrinkage: Option<String>,
-    remote: Option<Py<PyAny>>,
-    remote_workers: usize,
-) -> PyResult<Bundle> {
-    let start = std::time::Instant::now();
-    let task = task
-        .as_deref()
-        .map(Task::parse)
-        .transpose()
-        .map_err(to_py)?;
-    let strategy = parse_strategy(&strategy)?;
-    let shrinkage = shrinkage
-        .as_deref()
-        .map(Shrinkage::parse)
-        .transpose()
-        .map_err(to_py)?;
-    let train = Source::from_input(data)?;
-    let valid = valid.map(Source::from_input).transpose()?;
-    let remote = match remote {
-        Some(driver) => Some(remote::RemoteFamily {
-            inner: family(&model).map_err(to_py)?,
-            driver,
-            workers: remote_workers.max(1),
-            error: Default::default(),
-        }),
-        None => None,
-    };
-    let out = py.detach(|| -> Result<job::TrainOutput, EngineError> {
-        let registered;
-        let fam: &dyn AnyFamily = match &remote {
-            Some(r) => r,
-            None => {
-                registered = family(&model)?;
-                registered.as_ref()
-            }
-        };
-        let label = |s: &Source, table: &str| match s {
-            Source::Path(p) => p.clone(),
-            Source::Batch(_) => PathBuf::from(table),
-        };
-        let spec = TrainSpec {
-            valid: valid.as_ref().map(|v| label(v, VALID_TABLE)),
-            valid_fraction,
-            features,
-            categorical,
-            max_categories,
-            task,
-            model: model.clone(),
-            params,
-            min_rows,
-            threads,
-            seed,
-            strategy,
-            global_model,
-            hierarchy,
-            shrinkage,
-            ..TrainSpec::new(label(&train, TABLE), by, target)
-        };
-        match (&train, &valid) {
-            (Source::Path(_), None | Some(Source::Path(_))) => {
-                job::train_with(&spec, fam, &mut |_| {})
-            }
-            _ => {
-                let tb = train.batch(spec.data.as_path())?;
-                let vb = match &valid {
-                    Some(v) => Some(v.batch(spec.valid.as_deref().unwrap())?),
-                    None => None,
-                };
-                job::train_table_with(&spec, fam, &tb, vb.as_ref(), &mut |_| {})
-            }
-        }
-    });
-    if let Some(r) = &remote {
-        if let Some(e) = r.error.lock().unwrap().take() {
-            return Err(e);
-        }
-    }
-    let mut out = out.map_err(to_py)?;
-    if let Some(r) = &remote {
-        // Linear: groups cut across actors (hybrid); others: whole groups (tp).
-        out.summary.strategy = if r.name() == "linear" { "hybrid" } else { "tp" }.to_string();
-    }
-    out.summary.wall_s = start.elapsed().as_secs_f64();
-    out.bundle.summary = serde_json::to_value(&out.summary).expect("summary serialises");
-    Ok(Bundle { inner: out.bundle })
-}
+pub(crate) const TABLE: &str = "<table>";
 
 /// A training or prediction source after conversion from Python.
-enum Source {
+pub(crate) enum Source {
     Path(PathBuf),
     Batch(RecordBatch),
 }
 
 impl Source {
-    fn from_input(i: Input) -> PyResult<Source> {
+    pub(crate) fn from_input(i: Input) -> PyResult<Source> {
         Ok(match i {
             Input::Path(p) => Source::Path(p),
             Input::Table(t) => Source::Batch(collect(t.0)?),
@@ -307,7 +182,7 @@ impl Source {
     }
 
     /// The source as one batch (a path is read whole).
-    fn batch(&self, _label: &std::path::Path) -> Result<RecordBatch, EngineError> {
+    pub(crate) fn batch(&self, _label: &std::path::Path) -> Result<RecordBatch, EngineError> {
         match self {
             Source::Batch(b) => Ok(b.clone()),
             Source::Path(p) => {
@@ -322,7 +197,7 @@ impl Source {
 /// A trained model bundle: every group's chosen model, the global model and the summary.
 #[pyclass(module = "groupfit._native", frozen)]
 pub struct Bundle {
-    inner: ModelBundle,
+    pub(crate) inner: ModelBundle,
 }
 
 #[pymethods]
@@ -548,7 +423,8 @@ fn models() -> Vec<String> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    m.add_function(wrap_pyfunction!(train, m)?)?;
+    m.add_function(wrap_pyfunction!(training::train, m)?)?;
+    m.add_function(wrap_pyfunction!(training::explain, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(models, m)?)?;
     m.add_class::<Bundle>()?;

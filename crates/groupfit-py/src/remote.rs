@@ -13,7 +13,7 @@ use groupfit::data::{Column, ColumnValues};
 use groupfit::error::{GroupfitError, Result};
 use groupfit::exec::{PassProgress, RunReport};
 use groupfit::family::{Family, FamilyFit, TrainData};
-use groupfit::plan::Strategy;
+use groupfit::plan::{Network, Strategy};
 use groupfit::registry::AnyFamily;
 use groupfit::remote::whole;
 use groupfit::remote::{self, AnyCoordinator, AnySession};
@@ -500,6 +500,19 @@ pub struct RemoteFamily {
 }
 
 impl RemoteFamily {
+    /// The network to the workers, as the driver measures it
+    /// (`driver.network() -> (round trip in microseconds, bytes per second)`).
+    fn network(&self) -> Result<Network> {
+        let (rtt_us, bytes_per_s) = Python::attach(|py| -> PyResult<(f64, f64)> {
+            self.driver.bind(py).call_method0("network")?.extract()
+        })
+        .map_err(|e| self.fail(e))?;
+        Ok(Network {
+            rtt_us,
+            bytes_per_s,
+        })
+    }
+
     fn fail(&self, e: PyErr) -> GroupfitError {
         let msg = Python::attach(|py| e.value(py).to_string());
         *self.error.lock().unwrap() = Some(e);
@@ -706,16 +719,21 @@ impl Family for RemoteFamily {
             return self.fit_whole(data, configs);
         }
         let ng = data.n_groups;
+        // The planner's one-stage plan, priced with the pilot on a sample
+        // and the network the driver measures.
+        let network = self.network()?;
+        groupfit::remote::price::remember(network);
+        let pricing =
+            remote::price::price(self.inner.as_ref(), data, configs, self.workers, network)?;
+        let plan = pricing.plan(data.strategy, self.workers)?;
+        let mut placement = remote::pieces(&plan, &pricing.loads);
         let (order, start) = remote::group_sorted(data.rows, data.group_of, ng);
-        let mut group_rows: Vec<usize> = (0..ng).map(|g| start[g + 1] - start[g]).collect();
-        group_rows.push(data.rows.len());
+        let group_rows: Vec<usize> = pricing.loads.iter().map(|l| l.rows.len()).collect();
         // A family may need every training row in its statistics (linear,
         // mlp: the imputation values; the driver does not read the
         // features): without the global model, the groups without models
         // are placed for their statistics only.
         let needs = self.inner.shard_needs(configs);
-        let mut placement =
-            remote::place(&group_rows, data.fit, self.workers, remote::MIN_SHARD_ROWS);
         if needs.global_rows && !data.fit[ng] {
             remote::place_statistics_only(&mut placement, &group_rows, data.fit);
         }
@@ -744,7 +762,7 @@ impl Family for RemoteFamily {
             units,
             impute: from_bytes(&impute).map_err(|e| self.fail(e))?,
             report: RunReport {
-                strategy: Strategy::Hybrid,
+                strategy: plan.strategy,
                 passes,
                 passes_s,
                 cut_groups,

@@ -13,7 +13,7 @@ use crate::data::keys::GroupKey;
 use crate::data::{Column, Task};
 use crate::error::{GroupfitError, Result};
 use crate::exec::{Explain, PassProgress, RunReport};
-use crate::plan::Strategy;
+use crate::plan::{LoadShape, Strategy};
 use crate::tune::{ConfigEntry, NoWords, ParamWords};
 
 /// Validation rows: indices into `columns`/`target`, with each row's dense
@@ -256,6 +256,14 @@ pub trait Family {
     fn model_overhead_rows(&self, configs: &[ConfigEntry]) -> usize {
         let _ = configs;
         0
+    }
+    /// The planner's view of groups of `rows` training rows with this grid,
+    /// before any unit exists (the Ray runner places its groups with it):
+    /// one [`LoadShape`] per entry of `rows`. The default: no heavy rows,
+    /// one step, one sync.
+    fn load_shapes(&self, task: Task, configs: &[ConfigEntry], rows: &[usize]) -> Vec<LoadShape> {
+        let _ = (task, configs);
+        vec![LoadShape::default(); rows.len()]
     }
     /// Fits every (group, config) unit with `data.fit[g]` set.
     fn fit(

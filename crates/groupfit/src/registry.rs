@@ -6,9 +6,11 @@
 //! a family: a folder, a line in [`family`] and [`MODELS`], and a variant
 //! of [`FittedModel`].
 
+use crate::data::Task;
 use crate::error::{GroupfitError, Result};
 use crate::exec::{Explain, PassProgress};
 use crate::family::{Family, FamilyFit, ShardNeeds, TrainData};
+use crate::plan::LoadShape;
 use crate::shard::{ShardSpec, Sharded};
 use crate::store::FittedModel;
 use crate::tune::{ConfigEntry, ParamWords};
@@ -95,6 +97,8 @@ pub trait AnyFamily: Send + Sync {
     fn sharded(&self) -> bool;
     /// See [`Family::shard_needs`].
     fn shard_needs(&self, configs: &[ConfigEntry]) -> ShardNeeds;
+    /// See [`Family::load_shapes`].
+    fn load_shapes(&self, task: Task, configs: &[ConfigEntry], rows: &[usize]) -> Vec<LoadShape>;
     /// See [`Family::fit`].
     fn fit(
         &self,
@@ -131,6 +135,9 @@ where
     }
     fn shard_needs(&self, configs: &[ConfigEntry]) -> ShardNeeds {
         Family::shard_needs(self, configs)
+    }
+    fn load_shapes(&self, task: Task, configs: &[ConfigEntry], rows: &[usize]) -> Vec<LoadShape> {
+        Family::load_shapes(self, task, configs, rows)
     }
     fn fit(
         &self,

@@ -125,6 +125,10 @@ pub struct LayoutInput<'a> {
     pub n_groups: usize,
     /// Whether to append the global pseudo-group.
     pub with_global: bool,
+    /// Values replacing a missing feature given from outside (a worker
+    /// holding some of the groups: the means over every training row);
+    /// `None`: the mean of the feature over `rows`.
+    pub impute: Option<&'a [f64]>,
     /// Threads to spread the columns over.
     pub threads: usize,
 }
@@ -658,10 +662,10 @@ fn column_pass<T: Copy + Into<f64>>(
         (sum[run.0], present[run.0]) = (run.1, run.2);
     }
     let all_present: f64 = present[..ng].iter().sum();
-    let impute = if all_present > 0.0 {
-        sum[..ng].iter().sum::<f64>() / all_present
-    } else {
-        0.0
+    let impute = match input.impute {
+        Some(given) => given[j],
+        None if all_present > 0.0 => sum[..ng].iter().sum::<f64>() / all_present,
+        None => 0.0,
     };
     let mut mean = vec![0.0; g_total];
     for g in 0..ng {
@@ -781,6 +785,27 @@ fn gather_column<T: Copy + Into<f64>>(
 mod tests {
     use super::*;
 
+    /// A layout input of these rows, two threads, imputed by the rows' means.
+    fn input<'a>(
+        columns: &'a [Column],
+        target: &'a [f64],
+        rows: &'a [u32],
+        group_of: &'a [u32],
+        n_groups: usize,
+        with_global: bool,
+    ) -> LayoutInput<'a> {
+        LayoutInput {
+            columns,
+            target,
+            rows,
+            group_of,
+            n_groups,
+            with_global,
+            impute: None,
+            threads: 2,
+        }
+    }
+
     #[test]
     fn sorts_by_group_standardises_and_appends_global() {
         // rows 0..5, groups [1, 0, 1, 0, 1], one feature with a NaN imputed by
@@ -789,16 +814,7 @@ mod tests {
         let y = vec![0.0, 1.0, 2.0, 3.0, 4.0];
         let rows = [0u32, 1, 2, 3, 4];
         let gid = [1u32, 0, 1, 0, 1];
-        let m = GroupedMatrix::build(LayoutInput {
-            columns: &col,
-            target: &y,
-            rows: &rows,
-            group_of: &gid,
-            n_groups: 2,
-            with_global: true,
-            threads: 2,
-        })
-        .unwrap();
+        let m = GroupedMatrix::build(input(&col, &y, &rows, &gid, 2, true)).unwrap();
         assert_eq!(m.n_groups(), 3);
         assert_eq!(m.range(0), 0..2);
         assert_eq!(m.range(1), 2..5);
@@ -812,6 +828,17 @@ mod tests {
         // group 1: values 1, 3, 5 -> mean 3, sd sqrt(8/3)
         let sd = (8.0f64 / 3.0).sqrt();
         assert!((m.row(1, 2)[0] as f64 - (-2.0 / sd)).abs() < 1e-6);
+        // Imputed by a value given from outside (a worker holding some of
+        // the groups): group 0 is 4 and 10, mean 7, sd 3.
+        let given = GroupedMatrix::build(LayoutInput {
+            impute: Some(&[10.0]),
+            ..input(&col, &y, &rows, &gid, 2, false)
+        })
+        .unwrap();
+        assert_eq!(
+            (given.impute(), given.mean(0), given.scale(0)),
+            (&[10.0][..], &[7.0][..], &[3.0][..])
+        );
         // blocks: group 1 is one block of 3 rows padded to 16 slots, 4 feature rows
         let blocks: Vec<_> = m.blocks(1, 2..5).collect();
         assert_eq!(
@@ -840,16 +867,7 @@ mod tests {
             .collect();
         let y = vec![0.0; n];
         let rows: Vec<u32> = (0..n as u32).collect();
-        let m = GroupedMatrix::build(LayoutInput {
-            columns: &cols,
-            target: &y,
-            rows: &rows,
-            group_of: &gid,
-            n_groups: 3,
-            with_global: true,
-            threads: 2,
-        })
-        .unwrap();
+        let m = GroupedMatrix::build(input(&cols, &y, &rows, &gid, 3, true)).unwrap();
         let gid_ref = &gid;
         let sorted: Vec<usize> = (0..3u32)
             .flat_map(|g| (0..n).filter(move |&i| gid_ref[i] == g))
@@ -877,16 +895,8 @@ mod tests {
             Column::Owned(vec![1.0; n]),
         ];
         let rows: Vec<u32> = (0..n as u32).collect();
-        let m = GroupedMatrix::build(LayoutInput {
-            columns: &col,
-            target: &vec![0.0; n],
-            rows: &rows,
-            group_of: &vec![0; n],
-            n_groups: 1,
-            with_global: false,
-            threads: 2,
-        })
-        .unwrap();
+        let m =
+            GroupedMatrix::build(input(&col, &vec![0.0; n], &rows, &vec![0; n], 1, false)).unwrap();
         let blocks: Vec<_> = m.blocks(0, 0..n).collect();
         assert_eq!(
             blocks
@@ -928,19 +938,8 @@ mod tests {
             },
             threads: 1,
         });
-        let m = GroupedMatrix::build_encoded(
-            LayoutInput {
-                columns: &cols,
-                target: &[0.0; 5],
-                rows: &rows,
-                group_of: &gid,
-                n_groups: 2,
-                with_global: true,
-                threads: 2,
-            },
-            plan,
-        )
-        .unwrap();
+        let m = GroupedMatrix::build_encoded(input(&cols, &[0.0; 5], &rows, &gid, 2, true), plan)
+            .unwrap();
         assert_eq!(m.d(), 3);
         // The numeric feature's mean (of 1, 2, 3, 5) imputes; 0 for codes.
         assert_eq!(m.impute(), &[0.0, 2.75]);
@@ -977,15 +976,14 @@ mod tests {
     #[test]
     fn constant_column_in_a_group_becomes_zero() {
         let col = vec![Column::Owned(vec![7.0, 7.0, 7.0])];
-        let m = GroupedMatrix::build(LayoutInput {
-            columns: &col,
-            target: &[0.0, 1.0, 0.0],
-            rows: &[0, 1, 2],
-            group_of: &[0, 0, 0],
-            n_groups: 1,
-            with_global: false,
-            threads: 2,
-        })
+        let m = GroupedMatrix::build(input(
+            &col,
+            &[0.0, 1.0, 0.0],
+            &[0, 1, 2],
+            &[0, 0, 0],
+            1,
+            false,
+        ))
         .unwrap();
         assert_eq!(m.scale(0), &[1.0]);
         assert_eq!(

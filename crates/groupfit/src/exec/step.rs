@@ -139,6 +139,7 @@ pub(crate) fn group_loads(
             units: u,
             heavy: h,
             steps: st,
+            syncs: 1,
         })
         .collect()
 }

@@ -3,9 +3,11 @@
 
 use super::model::GbdtModel;
 use super::params::{GbdtConfig, GbdtParams};
+use crate::data::Task;
 use crate::error::Result;
 use crate::exec::{Explain, PassProgress};
 use crate::family::{Family, FamilyFit, ShardNeeds, TrainData, UnitFit};
+use crate::plan::LoadShape;
 use crate::tune::{Builder, ConfigEntry};
 
 /// Histogram gradient-boosted trees (LightGBM's parameters and defaults);
@@ -61,6 +63,22 @@ impl Family for Gbdt {
                 .sum();
             total / cs.len().max(1)
         })
+    }
+
+    fn load_shapes(&self, _task: Task, points: &[ConfigEntry], rows: &[usize]) -> Vec<LoadShape> {
+        // A booster cut over remote workers reduces a leaf's histogram per
+        // pass: about one meeting per leaf of every round's tree.
+        let leaves = configs(points).map_or(1, |cs| {
+            cs.iter()
+                .map(|c| c.num_leaves() as usize)
+                .max()
+                .unwrap_or(1)
+        });
+        let shape = LoadShape {
+            syncs: leaves.max(1),
+            ..LoadShape::default()
+        };
+        vec![shape; rows.len()]
     }
 
     fn fit(

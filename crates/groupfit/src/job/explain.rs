@@ -14,6 +14,7 @@ use crate::data::keys::display_key;
 use crate::data::Task;
 use crate::error::Result;
 use crate::exec::{Explain, StrategyPlan};
+use crate::plan::Network;
 use crate::registry::family;
 
 /// Where the cost model's constants came from.
@@ -105,8 +106,13 @@ pub struct ExplainOutput {
     pub rows_train: usize,
     /// Feature columns.
     pub features: usize,
-    /// Worker threads.
+    /// Where the plans run: `native` (threads of one process) or `ray`
+    /// (remote workers, priced with the network term).
+    pub runner: String,
+    /// Worker threads (native) or remote workers (ray).
     pub workers: usize,
+    /// The network term of remote workers (ray only).
+    pub network: Option<NetworkTerm>,
     /// The strategy `auto` picks.
     pub auto: String,
     /// The cost model's constants.
@@ -119,9 +125,59 @@ pub struct ExplainOutput {
     pub whole_run: bool,
 }
 
+/// The network a plan of remote workers is priced with.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NetworkTerm {
+    /// Microseconds of a round trip to a worker.
+    pub rtt_us: f64,
+    /// Bytes per second to a worker and back.
+    pub bytes_per_s: f64,
+    /// Where the figures came from: `measured` (this run), a cache file
+    /// with its date, or `given` (the command line).
+    pub source: String,
+}
+
+/// The remote workers a plan is for (`groupfit explain --runner ray`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoteWorkers {
+    /// Workers (Ray actors).
+    pub workers: usize,
+    /// The network between the driver and them.
+    pub network: Network,
+    /// Where its figures came from (see [`NetworkTerm::source`]).
+    pub source: String,
+}
+
 /// Plans `spec` without training: reads and prepares the data as `train`
 /// does, runs the planner's pilot, and prices every strategy.
 pub fn explain(spec: &TrainSpec) -> Result<ExplainOutput> {
+    explain_on(spec, None)
+}
+
+/// [`explain`] for `remote` workers (the Ray runner's one-stage plans,
+/// priced by [`crate::remote::price`]) when given, else for this machine.
+pub fn explain_on(spec: &TrainSpec, remote: Option<&RemoteWorkers>) -> Result<ExplainOutput> {
+    explain_from(spec, remote, |family| read_files(spec, family, &mut |_| {}))
+}
+
+/// [`explain_on`] for in-memory Arrow data, as [`super::train_table`] reads it.
+pub fn explain_table(
+    spec: &TrainSpec,
+    train: &arrow_array::RecordBatch,
+    valid: Option<&arrow_array::RecordBatch>,
+    remote: Option<&RemoteWorkers>,
+) -> Result<ExplainOutput> {
+    explain_from(spec, remote, |_| {
+        super::input::from_batches(spec, train, valid)
+    })
+}
+
+/// The stages of [`explain_on`], with the input tables from `load`.
+fn explain_from(
+    spec: &TrainSpec,
+    remote: Option<&RemoteWorkers>,
+    load: impl FnOnce(&dyn crate::registry::AnyFamily) -> Result<super::input::Tables>,
+) -> Result<ExplainOutput> {
     let started = Instant::now();
     let model_family = family(&spec.model)?;
     let job = Job {
@@ -130,10 +186,29 @@ pub fn explain(spec: &TrainSpec) -> Result<ExplainOutput> {
         started,
     };
     let grid = check_arguments(spec, job.family)?;
-    let tables = read_files(spec, job.family, &mut |_| {})?;
+    let tables = load(job.family)?;
     let prepared = prepare(job, grid, tables)?;
-    let plan = model_family.explain(&prepared.train_data(), &prepared.grid)?;
-    Ok(ExplainOutput::new(&plan, &prepared))
+    let data = prepared.train_data();
+    let Some(r) = remote else {
+        let plan = model_family.explain(&data, &prepared.grid)?;
+        return Ok(ExplainOutput::new(&plan, &prepared));
+    };
+    let pricing = crate::remote::price::price(
+        model_family.as_ref(),
+        &data,
+        &prepared.grid,
+        r.workers,
+        r.network,
+    )?;
+    let mut out = ExplainOutput::new(&pricing.explain, &prepared);
+    out.runner = "ray".to_string();
+    out.workers = r.workers;
+    out.network = Some(NetworkTerm {
+        rtt_us: r.network.rtt_us,
+        bytes_per_s: r.network.bytes_per_s,
+        source: r.source.clone(),
+    });
+    Ok(out)
 }
 
 impl ExplainOutput {
@@ -149,7 +224,9 @@ impl ExplainOutput {
             units: plan.units,
             rows_train: data.rows.len(),
             features: prepared.features.len(),
+            runner: "native".to_string(),
             workers: data.threads,
+            network: None,
             auto: plan.auto.name().to_string(),
             whole_run: plan.whole_run,
             calibration: Calibration {

@@ -47,7 +47,10 @@ pub use arguments::TrainSpec;
 pub use columns::ColumnAccount;
 use event::trace_stamp;
 pub use event::Event;
-pub use explain::{explain, Calibration, CutGroup, ExplainOutput, StrategyExplain};
+pub use explain::{
+    explain, explain_on, explain_table, Calibration, CutGroup, ExplainOutput, NetworkTerm,
+    RemoteWorkers, StrategyExplain,
+};
 pub use pooling::{PoolLevel, PoolingSummary};
 pub use predict::{
     input_batches, predict_batch, predict_file, predict_table, write_parquet,

@@ -6,9 +6,11 @@ use super::model::LinearModel;
 use super::params::{LinearConfig, LinearParams};
 use crate::data::layout::{GroupedMatrix, LayoutInput};
 use crate::data::onehot::{self, Cap, OneHotPlan, PlanInput};
+use crate::data::Task;
 use crate::error::Result;
 use crate::exec::{Explain, PassProgress};
 use crate::family::{fit_parts, Family, FamilyFit, ShardNeeds, TrainData, UnitFit};
+use crate::plan::LoadShape;
 use crate::tune::{Builder, ConfigEntry};
 
 /// Regularised linear and logistic regression (sklearn's objective).
@@ -35,6 +37,7 @@ fn layout(data: &TrainData<'_>, cap: Option<Cap>) -> Result<GroupedMatrix> {
         group_of: data.group_of,
         n_groups: data.n_groups,
         with_global: data.fit[data.n_groups],
+        impute: data.impute,
         threads: data.threads,
     };
     match cap {
@@ -113,6 +116,15 @@ impl Family for Linear {
 
     fn sharded(&self) -> bool {
         true
+    }
+
+    fn load_shapes(&self, task: Task, _configs: &[ConfigEntry], rows: &[usize]) -> Vec<LoadShape> {
+        rows.iter()
+            .map(|&n| LoadShape {
+                heavy: super::solver::hessian_rows(task, n),
+                ..LoadShape::default()
+            })
+            .collect()
     }
 
     fn shard_needs(&self, _configs: &[ConfigEntry]) -> ShardNeeds {

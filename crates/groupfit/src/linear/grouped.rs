@@ -327,6 +327,7 @@ mod tests {
             group_of: &group_of,
             n_groups: 2,
             with_global: false,
+            impute: None,
             threads: 1,
         })
         .unwrap();
@@ -341,5 +342,11 @@ mod tests {
         // Squared loss: every block's Hessian.
         let regression = LinearPass::new(&m, Task::Regression, &configs);
         assert_eq!(regression.heavy_rows(0, r0), n0);
+        // What the Ray runner's placement counts from the row counts alone.
+        use solver::hessian_rows;
+        assert_eq!(hessian_rows(Task::Binary, n0), 50 * BLOCK);
+        assert_eq!(hessian_rows(Task::Binary, n1), n1);
+        assert_eq!(hessian_rows(Task::Regression, n0), n0);
+        assert_eq!(hessian_rows(Task::Binary, 0), 0);
     }
 }

@@ -109,6 +109,7 @@ impl Sharded for LinearShards {
                 group_of: &group_of,
                 n_groups: np,
                 with_global: false,
+                impute: None,
                 threads: 1,
             },
             GivenStats {

@@ -47,6 +47,18 @@ pub fn hessian_stride(task: Task, blocks: usize) -> usize {
     }
 }
 
+/// Rows of a whole group of `rows` rows whose Hessian is summed: its
+/// blocks at multiples of [`hessian_stride`] (the last block may be short).
+pub fn hessian_rows(task: Task, rows: usize) -> usize {
+    let block = crate::data::layout::BLOCK;
+    let blocks = rows.div_ceil(block);
+    let stride = hessian_stride(task, blocks);
+    (0..blocks)
+        .step_by(stride)
+        .map(|b| block.min(rows - b * block))
+        .sum()
+}
+
 /// Blocks (of [`crate::data::layout::BLOCK`] rows) that always get an exact Hessian.
 pub const HESSIAN_BLOCKS: usize = 48;
 
@@ -402,6 +414,7 @@ mod tests {
             group_of: &vec![0; n],
             n_groups: 1,
             with_global: false,
+            impute: None,
         })
         .unwrap()
     }

@@ -5,9 +5,11 @@ use super::grouped::{fit_grouped, group_stream, FitOptions, MlpData, MlpInput, M
 use super::model::MlpModel;
 use super::params::{display_param, encode_param, word_form, MlpConfig, MlpParams};
 use crate::data::onehot::{self, Cap, OneHotPlan, PlanInput};
+use crate::data::Task;
 use crate::error::{GroupfitError, Result};
 use crate::exec::{explain, Explain, PassProgress};
 use crate::family::{fit_parts, Family, FamilyFit, ShardNeeds, TrainData, UnitFit};
+use crate::plan::LoadShape;
 use crate::tune::{Builder, ConfigEntry, ParamWords};
 
 /// The MLP family behind `--model mlp`.
@@ -91,6 +93,22 @@ impl Family for Mlp {
 
     fn sharded(&self) -> bool {
         true
+    }
+
+    fn load_shapes(&self, _task: Task, points: &[ConfigEntry], rows: &[usize]) -> Vec<LoadShape> {
+        // Every unit starts with all of its epochs' mini-batch steps left.
+        let cs = configs(points).unwrap_or_default();
+        rows.iter()
+            .map(|&n| LoadShape {
+                steps: cs
+                    .iter()
+                    .map(|c| c.epochs() as usize * super::grouped::steps_per_epoch(n, c))
+                    .max()
+                    .unwrap_or(1)
+                    .max(1),
+                ..LoadShape::default()
+            })
+            .collect()
     }
 
     fn shard_needs(&self, _configs: &[ConfigEntry]) -> ShardNeeds {

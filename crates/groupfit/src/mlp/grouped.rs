@@ -428,7 +428,7 @@ pub struct MlpUnit {
 }
 
 /// Mini-batch steps of one epoch over `n` rows (the last batch may be short).
-fn steps_per_epoch(n: usize, cfg: &MlpConfig) -> usize {
+pub(super) fn steps_per_epoch(n: usize, cfg: &MlpConfig) -> usize {
     n.div_ceil(cfg.batch_size())
 }
 

@@ -19,7 +19,7 @@
 //!   most `workers - 1` groups are cut. One stage.
 //! * [`Strategy::Hybrid`] — wrap-around partitioning (Kingpin): groups by size,
 //!   largest first, a group of `n_g` of `n` rows cut into `ceil(n_g * p / n)`
-//!   shards, each shard to the least-loaded worker; one stage.
+//!   shards on as many least-loaded workers; one stage.
 //! * [`Strategy::Auto`] — every candidate plan priced by the [`CostModel`]
 //!   ([`Plan::estimate`]), the cheapest wins.
 
@@ -28,6 +28,9 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{GroupfitError, Result};
+
+mod cost;
+pub use cost::{CostModel, GroupLoad, LoadShape, Network, SizeCurve};
 
 /// How to spread the work of a pass over workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,6 +56,10 @@ impl Strategy {
         Strategy::Fused,
         Strategy::Hybrid,
     ];
+
+    /// The fixed strategies of one stage a pass: what remote workers run
+    /// (each pass is one step on every worker, then one combine).
+    pub const ONE_STAGE: [Strategy; 3] = [Strategy::Tp, Strategy::Fused, Strategy::Hybrid];
 
     /// Parses `auto`, `tp`, `dp`, `fused`, `hybrid`.
     pub fn parse(s: &str) -> Result<Strategy> {
@@ -104,138 +111,6 @@ pub struct Plan {
     pub stages: Vec<Stage>,
 }
 
-/// What the planner knows about a group.
-#[derive(Debug, Clone)]
-pub struct GroupLoad {
-    /// The group's rows in the layout.
-    pub rows: Range<usize>,
-    /// Units of the group still to be trained (0: the group takes no work).
-    pub units: usize,
-    /// Of its rows, those whose scan also sums second-order terms (the
-    /// linear family's Hessian sample; see `PartialStep::heavy_rows`).
-    pub heavy: usize,
-    /// Updates its units still need, where the family knows (the MLP
-    /// family's mini-batch steps; see `PartialStep::steps_left`), else 1.
-    /// Every cost of the group is for all of them: a plan then places and
-    /// prices the group's remaining work, so a group with thousands of
-    /// steps left gets a worker of its own instead of one step a pass on
-    /// every worker.
-    pub steps: usize,
-}
-
-impl GroupLoad {
-    /// Nanoseconds per row of the group's pass under `c` (all its units):
-    /// the heavy rows' extra spread over its rows, so that a shard of the
-    /// group costs in proportion to its rows.
-    fn per_row(&self, c: &CostModel) -> f64 {
-        let heavy = if self.rows.is_empty() {
-            0.0
-        } else {
-            self.heavy.min(self.rows.len()) as f64 / self.rows.len() as f64
-        };
-        let row = c
-            .by_size
-            .map_or(c.row_unit_ns, |curve| curve.at(self.rows.len()));
-        self.steps.max(1) as f64 * self.units as f64 * (row + heavy * c.heavy_unit_ns)
-    }
-
-    /// Nanoseconds of the group's pass that do not grow with its rows: one
-    /// update per unit and one shard.
-    fn fixed(&self, c: &CostModel) -> f64 {
-        if self.units == 0 || self.rows.is_empty() {
-            return 0.0;
-        }
-        self.steps.max(1) as f64 * (self.units as f64 * c.apply_unit_us + c.shard_us) * 1e3
-    }
-
-    /// Estimated nanoseconds of the group's work (one pass, or all of its
-    /// [`GroupLoad::steps`]) under `c`. With [`CostModel::uncalibrated`]
-    /// this is rows times units times steps.
-    fn cost(&self, c: &CostModel) -> f64 {
-        self.rows.len() as f64 * self.per_row(c) + self.fixed(c)
-    }
-}
-
-/// The cost model's constants, calibrated on the machine (see
-/// [`crate::exec::calibrate`]).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct CostModel {
-    /// Nanoseconds to accumulate one unit over one row.
-    pub row_unit_ns: f64,
-    /// Extra nanoseconds per unit and heavy row ([`GroupLoad::heavy`]); 0
-    /// for a family without heavy rows.
-    #[serde(default)]
-    pub heavy_unit_ns: f64,
-    /// Microseconds to apply one unit's update (the family's step).
-    pub apply_unit_us: f64,
-    /// Microseconds of fixed cost per shard scanned.
-    pub shard_us: f64,
-    /// Microseconds per stage: waking the workers and the barrier at its end.
-    pub stage_us: f64,
-    /// Nanoseconds to combine one statistic of a cut group.
-    pub combine_ns: f64,
-    /// Statistics per unit (the family's `stats_len`).
-    pub stats_len: usize,
-    /// Bytes of state per unit between passes.
-    pub unit_bytes: usize,
-    /// Where a whole group's pass costs per row what its group's size
-    /// makes it (the gbdt family: a whole booster grows a tree per pass,
-    /// and a small group's split searches and per-leaf work weigh on few
-    /// rows), the cost per unit-row by group size, used instead of
-    /// `row_unit_ns`; `None`: every row costs `row_unit_ns` (see
-    /// `PartialStep::time_whole_pass`).
-    #[serde(default)]
-    pub by_size: Option<SizeCurve>,
-}
-
-/// Nanoseconds per unit-row of a whole group's pass, timed at three group
-/// sizes (ascending; two may be the same) and interpolated in the logarithm
-/// of the size between them (constant outside).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct SizeCurve {
-    /// (rows of the group timed, its nanoseconds per unit-row), by rows.
-    pub points: [(usize, f64); 3],
-}
-
-impl SizeCurve {
-    /// Nanoseconds per unit-row of a group of `rows` rows.
-    pub fn at(&self, rows: usize) -> f64 {
-        let p = &self.points;
-        if rows <= p[0].0 {
-            return p[0].1;
-        }
-        for w in p.windows(2) {
-            let ((ra, a), (rb, b)) = (w[0], w[1]);
-            if rows <= rb {
-                if rb <= ra {
-                    return b;
-                }
-                let f = (rows as f64 / ra as f64).ln() / (rb as f64 / ra as f64).ln();
-                return a + f * (b - a);
-            }
-        }
-        p[2].1
-    }
-}
-
-impl CostModel {
-    /// Placeholder constants for fixed strategies, which never price plans:
-    /// one nanosecond per unit-row, nothing else.
-    pub fn uncalibrated(stats_len: usize, unit_bytes: usize) -> CostModel {
-        CostModel {
-            row_unit_ns: 1.0,
-            heavy_unit_ns: 0.0,
-            apply_unit_us: 0.0,
-            shard_us: 0.0,
-            stage_us: 0.0,
-            combine_ns: 0.0,
-            stats_len,
-            unit_bytes,
-            by_size: None,
-        }
-    }
-}
-
 /// A plan's estimated cost of one pass with every current unit active, or,
 /// where the family knows how many updates its units still need
 /// ([`GroupLoad::steps`]), of all of them: a cut group then meets the other
@@ -279,18 +154,27 @@ impl Plan {
             Strategy::Dp => Plan::data_parallel(loads, workers, align),
             Strategy::Fused => Plan::fused(loads, workers, align, cost),
             Strategy::Hybrid => Plan::hybrid(loads, workers, align, cost),
-            Strategy::Auto => {
-                let mut plans: Vec<Plan> = Strategy::FIXED
-                    .iter()
-                    .map(|&s| Plan::build(s, loads, workers, align, cost))
-                    .collect();
-                let cands: Vec<(f64, usize)> = plans
-                    .iter()
-                    .map(|p| (p.estimate(loads, cost).total_s, p.jumps()))
-                    .collect();
-                plans.swap_remove(pick(&cands))
-            }
+            Strategy::Auto => Plan::cheapest(&Strategy::FIXED, loads, workers, align, cost),
         }
+    }
+
+    /// The plan `auto` picks among the fixed strategies `among` ([`pick`]).
+    pub fn cheapest(
+        among: &[Strategy],
+        loads: &[GroupLoad],
+        workers: usize,
+        align: usize,
+        cost: &CostModel,
+    ) -> Plan {
+        let mut plans: Vec<Plan> = among
+            .iter()
+            .map(|&s| Plan::build(s, loads, workers, align, cost))
+            .collect();
+        let cands: Vec<(f64, usize)> = plans
+            .iter()
+            .map(|p| (p.estimate(loads, cost).total_s, p.jumps()))
+            .collect();
+        plans.swap_remove(pick(&cands))
     }
 
     /// Task parallel: longest-processing-time-first onto the least-loaded worker.
@@ -390,8 +274,8 @@ impl Plan {
     }
 
     /// Hybrid: wrap-around partitioning. Groups largest first; a group holding
-    /// `n_g` of the `n` rows is cut into `ceil(n_g * p / n)` aligned shards and
-    /// each shard goes to the least-loaded worker.
+    /// `n_g` of the `n` rows is cut into `ceil(n_g * p / n)` aligned shards,
+    /// which go to as many least-loaded workers, in row order by worker.
     fn hybrid(loads: &[GroupLoad], workers: usize, align: usize, c: &CostModel) -> Plan {
         let total: f64 = loads.iter().map(|l| l.cost(c)).sum();
         let order = largest_first(
@@ -406,8 +290,13 @@ impl Plan {
             let pieces = ((l.cost(c) * workers as f64 / total).ceil() as usize).clamp(1, workers);
             let cuts = cut_even(l.rows.clone(), pieces, align);
             let fixed = l.fixed(c) / cuts.len() as f64;
-            for rows in cuts {
-                let w = least_loaded(&load);
+            // The least-loaded workers, one piece each, pieces in row
+            // order on ascending workers (as remote workers combine them).
+            let mut to: Vec<usize> = (0..workers).collect();
+            to.sort_by(|&a, &b| load[a].total_cmp(&load[b]).then(a.cmp(&b)));
+            to.truncate(cuts.len());
+            to.sort_unstable();
+            for (rows, w) in cuts.into_iter().zip(to) {
                 load[w] += rows.len() as f64 * l.per_row(c) + fixed;
                 plan[w].push(Shard {
                     group: g,
@@ -513,12 +402,13 @@ impl Plan {
             compute += mean;
             idle += max - mean;
             // A stage meets once a pass; a cut group takes one step a pass,
-            // so the stage meets once per step of its cut groups.
+            // so the stage meets once per step of its cut groups (and per
+            // sync of each step, see `GroupLoad::syncs`).
             let meets = stage
                 .iter()
                 .flatten()
                 .filter(|s| !s.whole)
-                .map(|s| loads[s.group].steps.max(1))
+                .map(|s| loads[s.group].meets())
                 .max()
                 .unwrap_or(1);
             if !single {
@@ -530,10 +420,12 @@ impl Plan {
                 if !std::mem::replace(&mut seen[s.group], true) {
                     let l = &loads[s.group];
                     let u = l.units as f64;
-                    sync += l.steps.max(1) as f64
-                        * ((pieces[s.group] as f64 * u * cost.stats_len as f64 * cost.combine_ns)
-                            * 1e-9
-                            + u * cost.apply_unit_us * 1e-6);
+                    // Statistics are combined at every meeting, units
+                    // updated once a step.
+                    sync += l.meets() as f64
+                        * (pieces[s.group] as f64 * u * cost.stats_len as f64 * cost.combine_ns)
+                        * 1e-9
+                        + l.steps.max(1) as f64 * u * cost.apply_unit_us * 1e-6;
                 }
             }
         }
@@ -650,6 +542,7 @@ mod tests {
                     units: 1,
                     heavy: 0,
                     steps: 1,
+                    syncs: 1,
                 };
                 start += n;
                 l
@@ -674,6 +567,7 @@ mod tests {
                 units,
                 heavy: 0,
                 steps,
+                syncs: 1,
             });
         }
         l
@@ -708,6 +602,7 @@ mod tests {
             units: 2,
             heavy: 0,
             steps: 1,
+            syncs: 1,
         };
         assert!((load.cost(&cost) - 1_000.0 * 2.0 * 300.0).abs() < 1e-6);
     }

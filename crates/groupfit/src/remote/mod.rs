@@ -4,11 +4,12 @@
 //! A driver-side [`Coordinator`] and one [`WorkerSession`] per worker, for
 //! any family that implements [`crate::shard::Sharded`]:
 //!
-//! 1. [`place()`] cuts the training groups into pieces: small groups whole on
-//!    one worker (largest first to the least-loaded worker), large groups and
-//!    the global pseudo-group cut into one block-aligned piece per worker.
-//!    Each worker gets a [`crate::shard::ShardSpec`] and the rows of its
-//!    pieces, in the group-sorted order of a single-machine layout.
+//! 1. [`price`] prices the one-stage plans (`tp`, `fused`, `hybrid`) with
+//!    the family's pilot on a sample and the network term; [`plan()`] and
+//!    [`pieces`] turn the chosen plan into pieces: whole groups, and cut
+//!    groups in block-aligned pieces on ascending workers. Each worker gets
+//!    a [`crate::shard::ShardSpec`] and the rows of its pieces, in the
+//!    group-sorted order of a single-machine layout.
 //! 2. The family's statistics rounds: [`WorkerSession::statistics`] on every
 //!    worker, [`Coordinator::reduce`] into one message for all, as many
 //!    rounds as the family declares; then [`WorkerSession::prepare`] builds
@@ -25,16 +26,17 @@
 //!
 //! [`session`] and [`coordinator`] choose the family a spec names at run
 //! time. Families that are not sharded run whole groups per worker
-//! ([`whole`]).
+//! ([`whole`]), placed by the planner's `tp`.
 
 pub mod any;
 pub mod coordinator;
 mod message;
 pub mod place;
+pub mod price;
 pub mod session;
 pub mod whole;
 
 pub use any::{coordinator, session, AnyCoordinator, AnySession};
 pub use coordinator::{run_local, Coordinator};
-pub use place::{group_sorted, place, place_statistics_only, shard_rows, MIN_SHARD_ROWS};
+pub use place::{group_sorted, pieces, place_statistics_only, plan, shard_rows};
 pub use session::WorkerSession;

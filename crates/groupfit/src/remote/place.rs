@@ -3,82 +3,102 @@
 //! rows of each worker's shard in group-sorted order.
 
 use crate::data::layout::BLOCK;
+use crate::error::{GroupfitError, Result};
+use crate::plan::{CostModel, GroupLoad, LoadShape, Plan, Strategy};
 use crate::shard::Piece;
 
-/// A group is cut only when every worker's piece would have at least this many
-/// rows: the network term of the placement. Below it, shipping the piece's
-/// statistics (`O(d^2)` values per unit and pass) and the extra round trip
-/// cost more than computing the whole group on one worker.
-pub const MIN_SHARD_ROWS: usize = 4 * BLOCK;
+/// The planner's loads of the training groups for remote workers:
+/// `group_rows[g]` rows (the last entry is the global pseudo-group) laid
+/// out one group after another in group-sorted order, `units` units for
+/// each group with `fit[g]`, each group's [`LoadShape`] from its family.
+pub fn loads(
+    group_rows: &[usize],
+    fit: &[bool],
+    units: usize,
+    shapes: &[LoadShape],
+) -> Vec<GroupLoad> {
+    let mut start = 0;
+    group_rows
+        .iter()
+        .zip(fit)
+        .zip(shapes)
+        .map(|((&rows, &f), &shape)| {
+            let l = GroupLoad::shaped(start..start + rows, if f { units } else { 0 }, shape);
+            start += rows;
+            l
+        })
+        .collect()
+}
 
-/// Places the groups with `fit[g]` (of `group_rows[g]` rows; the last entry
-/// is the global pseudo-group) on `workers` workers. A group is cut into one
-/// block-aligned piece per worker when it is larger than half a worker's fair
-/// share and every piece keeps at least `min_shard_rows` rows; the other
-/// groups go whole, largest first, to the least-loaded worker. Piece `w` of a
-/// cut group goes to worker `w`, so combining in worker order is combining in
-/// row order.
-pub fn place(
+/// The plan of remote workers for `strategy` over `loads` (of [`loads`]):
+/// one stage a pass, so `auto` picks the cheapest of
+/// [`Strategy::ONE_STAGE`] under `cost` (with its network term), and `dp`,
+/// a stage per group, is an error. Groups are cut at multiples of
+/// [`BLOCK`] rows.
+pub fn plan(
+    strategy: Strategy,
+    loads: &[GroupLoad],
+    workers: usize,
+    cost: &CostModel,
+) -> Result<Plan> {
+    match strategy {
+        Strategy::Dp => Err(GroupfitError::arg(
+            "strategy 'dp' runs a stage per group: remote workers run one stage a pass (choose auto, tp, fused or hybrid)",
+        )),
+        Strategy::Auto => Ok(Plan::cheapest(&Strategy::ONE_STAGE, loads, workers, BLOCK, cost)),
+        s => Ok(Plan::build(s, loads, workers, BLOCK, cost)),
+    }
+}
+
+/// The pieces of a one-stage `plan` of [`loads`], one list per worker in
+/// group order: a shard the whole group is a whole piece; a cut group's
+/// pieces lie on ascending workers in row order (every strategy of
+/// [`Strategy::ONE_STAGE`] places them so), so combining in worker order
+/// is combining in row order.
+pub fn pieces(plan: &Plan, loads: &[GroupLoad]) -> Vec<Vec<Piece>> {
+    let stage = plan.stages.first().cloned().unwrap_or_default();
+    stage
+        .iter()
+        .map(|shards| {
+            let mut out: Vec<Piece> = shards
+                .iter()
+                .map(|s| {
+                    let group = &loads[s.group].rows;
+                    Piece {
+                        group: s.group,
+                        offset: s.rows.start - group.start,
+                        rows: s.rows.len(),
+                        group_rows: group.len(),
+                        shared: !s.whole,
+                        train: true,
+                    }
+                })
+                .collect();
+            out.sort_by_key(|p| p.group);
+            out
+        })
+        .collect()
+}
+
+/// The pieces of `strategy`'s plan priced by rows alone (one unit a
+/// group, the default shape, [`CostModel::uncalibrated`]): how whole
+/// groups are placed by weight ([`super::whole::place_whole`], with `tp`).
+pub fn by_rows(
+    strategy: Strategy,
     group_rows: &[usize],
     fit: &[bool],
     workers: usize,
-    min_shard_rows: usize,
-) -> Vec<Vec<Piece>> {
-    let workers = workers.max(1);
-    let total: usize = group_rows
-        .iter()
-        .zip(fit)
-        .filter(|(_, &f)| f)
-        .map(|(r, _)| r)
-        .sum();
-    let fair = total.div_ceil(workers);
-    let mut out: Vec<Vec<Piece>> = vec![Vec::new(); workers];
-    let mut load = vec![0usize; workers];
-    let mut whole = Vec::new();
-    for (g, (&rows, &f)) in group_rows.iter().zip(fit).enumerate() {
-        if !f || rows == 0 {
-            continue;
-        }
-        let chunk = rows.div_ceil(workers).div_ceil(BLOCK) * BLOCK;
-        let cut = workers > 1 && 2 * rows > fair && rows.div_ceil(workers) >= min_shard_rows;
-        if cut && chunk < rows {
-            let mut offset = 0;
-            let mut w = 0;
-            while offset < rows {
-                let n = chunk.min(rows - offset);
-                out[w].push(Piece {
-                    group: g,
-                    offset,
-                    rows: n,
-                    group_rows: rows,
-                    shared: true,
-                    train: true,
-                });
-                load[w] += n;
-                offset += n;
-                w += 1;
-            }
-        } else {
-            whole.push(g);
-        }
-    }
-    whole.sort_by_key(|&g| (std::cmp::Reverse(group_rows[g]), g));
-    for g in whole {
-        let w = (0..workers).min_by_key(|&w| (load[w], w)).unwrap();
-        load[w] += group_rows[g];
-        out[w].push(Piece {
-            group: g,
-            offset: 0,
-            rows: group_rows[g],
-            group_rows: group_rows[g],
-            shared: false,
-            train: true,
-        });
-    }
-    for pieces in &mut out {
-        pieces.sort_by_key(|p| p.group);
-    }
-    out
+) -> Result<Vec<Vec<Piece>>> {
+    let l = loads(
+        group_rows,
+        fit,
+        1,
+        &vec![LoadShape::default(); group_rows.len()],
+    );
+    Ok(pieces(
+        &plan(strategy, &l, workers, &CostModel::uncalibrated(1, 1))?,
+        &l,
+    ))
 }
 
 /// Adds the groups without models (`fit[g]` unset, rows > 0; not the global
@@ -145,42 +165,78 @@ pub fn shard_rows(pieces: &[Piece], order: &[u32], start: &[usize], global: &[u3
 mod tests {
     use super::*;
 
+    fn flat(rows: &[usize], fit: &[bool], units: usize) -> Vec<GroupLoad> {
+        loads(rows, fit, units, &vec![LoadShape::default(); rows.len()])
+    }
+
     #[test]
-    fn placement_cuts_large_groups_and_balances_the_rest() {
+    fn pieces_follow_the_plan_on_ascending_workers() {
         // groups of 5000, 300, 200, 100 rows and the global pseudo-group (5600).
         let rows = [5000, 300, 200, 100, 5600];
         let fit = [true, true, true, false, true];
-        let p = place(&rows, &fit, 2, 1024);
-        // the big group and the global group are cut block-aligned into 2 pieces
-        assert_eq!(
-            p[0].iter().find(|x| x.group == 0).unwrap(),
-            &Piece {
-                group: 0,
-                offset: 0,
-                rows: 2560,
-                group_rows: 5000,
-                shared: true,
-                train: true
-            }
-        );
-        assert_eq!(
-            p[1].iter().find(|x| x.group == 4).unwrap(),
-            &Piece {
-                group: 4,
-                offset: 2816,
-                rows: 2784,
-                group_rows: 5600,
-                shared: true,
-                train: true
-            }
-        );
-        // group 3 is not trained; 1 and 2 are whole, on different workers
-        let whole: Vec<Vec<usize>> = p
+        let l = flat(&rows, &fit, 2);
+        assert_eq!(l[1].rows, 5000..5300);
+        assert_eq!(l[3].units, 0);
+        let c = CostModel::uncalibrated(1, 1);
+        let p = pieces(&plan(Strategy::Hybrid, &l, 2, &c).unwrap(), &l);
+        // 11,100 rows: the global group (2 x 5600 / 11,100 -> 2 pieces) and
+        // group 0 (2 x 5000 / 11,100 -> 1 piece... ceil(0.9) = 1) by size.
+        let global: Vec<&Piece> = p.iter().flatten().filter(|x| x.group == 4).collect();
+        assert_eq!(global.len(), 2);
+        // block-aligned, in row order on ascending workers
+        assert_eq!((global[0].offset, global[0].rows), (0, 2816));
+        assert_eq!((global[1].offset, global[1].rows), (2816, 2784));
+        assert!(p[0].iter().any(|x| x.group == 4) && p[1].iter().any(|x| x.group == 4));
+        assert!(global.iter().all(|x| x.shared && x.group_rows == 5600));
+        // the other groups are whole, and group 3 (no units) is not placed
+        assert!(p
             .iter()
-            .map(|w| w.iter().filter(|x| !x.shared).map(|x| x.group).collect())
-            .collect();
-        assert_eq!(whole, vec![vec![2], vec![1]]);
-        // one worker: nothing is cut
-        assert!(place(&rows, &fit, 1, 1024)[0].iter().all(|x| !x.shared));
+            .flatten()
+            .filter(|x| x.group != 4)
+            .all(|x| !x.shared));
+        assert!(p.iter().flatten().all(|x| x.group != 3));
+        // tp cuts nothing; dp is not a remote plan
+        let tp = pieces(&plan(Strategy::Tp, &l, 2, &c).unwrap(), &l);
+        assert!(tp.iter().flatten().all(|x| !x.shared));
+        assert!(plan(Strategy::Dp, &l, 2, &c).is_err());
+    }
+
+    #[test]
+    fn auto_cuts_only_when_the_network_is_cheap_enough() {
+        // One group of 200,000 rows and a few small ones, 2 workers: cut,
+        // the big group halves the makespan; with 50 ms round trips and
+        // 100 meetings a step (a booster's leaves), it stays whole.
+        let rows = [200_000, 1000, 1000, 1000, 203_000];
+        let fit = [true, true, true, true, false];
+        let c = CostModel {
+            row_unit_ns: 100.0,
+            ..CostModel::uncalibrated(1000, 8)
+        };
+        let fast = c.over_network(&crate::plan::Network {
+            rtt_us: 100.0,
+            bytes_per_s: 1e9,
+        });
+        let l = flat(&rows, &fit, 4);
+        let cut = plan(Strategy::Auto, &l, 2, &fast).unwrap();
+        assert!(cut.pieces(rows.len())[0] == 2);
+        let slow = c.over_network(&crate::plan::Network {
+            rtt_us: 50_000.0,
+            bytes_per_s: 1e8,
+        });
+        let many = loads(
+            &rows,
+            &fit,
+            4,
+            &vec![
+                LoadShape {
+                    syncs: 100,
+                    ..LoadShape::default()
+                };
+                rows.len()
+            ],
+        );
+        let whole = plan(Strategy::Auto, &many, 2, &slow).unwrap();
+        assert_eq!(whole.strategy, Strategy::Tp);
+        assert!(whole.pieces(rows.len()).iter().all(|&n| n <= 1));
     }
 }

@@ -84,12 +84,14 @@ pub struct WholeFit {
 /// Places groups (`weights[g]` the cost of group `g`'s models in training
 /// rows: its rows plus the family's [`crate::family::Family::model_overhead_rows`];
 /// `fit[g]` whether fitted; the last entry is the global model) whole on
-/// `workers` workers, largest first to the least-loaded worker. Per worker:
+/// `workers` workers: the planner's `tp` (largest first to the least-loaded
+/// worker). Per worker:
 /// its groups (ascending) and whether it fits the global model. Workers with
 /// nothing to do are left out.
 pub fn place_whole(weights: &[usize], fit: &[bool], workers: usize) -> Vec<(Vec<usize>, bool)> {
     let global = weights.len().saturating_sub(1);
-    super::place::place(weights, fit, workers, usize::MAX)
+    super::place::by_rows(Strategy::Tp, weights, fit, workers)
+        .expect("tp is a remote plan")
         .into_iter()
         .filter(|pieces| !pieces.is_empty())
         .map(|pieces| {
