@@ -154,14 +154,15 @@ def test_explain_prices_the_ray_runners_plans_with_the_network(gf, tmp_path, cac
     assert slow["runner"] == "ray" and slow["workers"] == 2
     assert slow["network"] == {"rtt_us": 10000.0, "bytes_per_s": 1e8, "source": "given"}
     assert [s["strategy"] for s in slow["strategies"]] == ["tp", "fused", "hybrid"]
-    assert slow["calibration"]["stage_us"] == 20000.0
+    # two round trips, plus a snapshot of a worker's share of the units
+    assert slow["calibration"]["stage_us"] > 20000.0
     assert slow["auto"] == auto_rule(slow)
     by = {s["strategy"]: s for s in slow["strategies"]}
     for s in ("fused", "hybrid"):
         if by[s]["groups_cut"]:
             assert by[s]["sync_s"] > by["tp"]["sync_s"]
     fast = explain_json(gf, data, *ray, "--network", "10,10000")
-    assert fast["calibration"]["stage_us"] == 20.0
+    assert 20.0 < fast["calibration"]["stage_us"] < slow["calibration"]["stage_us"]
     assert min(s["sync_s"] for s in fast["strategies"]) < min(s["sync_s"] for s in slow["strategies"])
     native = explain_json(gf, data, "--param", "C=0.1,1")
     assert native["runner"] == "native" and native["network"] is None

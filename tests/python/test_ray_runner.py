@@ -112,7 +112,7 @@ def test_auto_prices_the_plans_with_the_measured_network(cluster, tmp_path, monk
     e = gf.explain(train, runner=gf.RayRunner(workers=3), **kw)
     assert e["runner"] == "ray" and e["workers"] == 3 and e["network"]["source"] == "measured"
     assert [s["strategy"] for s in e["strategies"]] == ["tp", "fused", "hybrid"]
-    assert e["calibration"]["stage_us"] == pytest.approx(2 * e["network"]["rtt_us"])
+    assert e["calibration"]["stage_us"] > 2 * e["network"]["rtt_us"]
     best = min(s["pass_s"] for s in e["strategies"])
     assert e["auto"] in [s["strategy"] for s in e["strategies"] if s["pass_s"] <= best * 1.005]
     assert gf.explain(train, **kw)["runner"] == "native"

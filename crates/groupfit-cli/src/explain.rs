@@ -58,7 +58,7 @@ fn print_job_and_costs(e: &ExplainOutput) {
     ));
     if let Some(n) = &e.network {
         emit(&format!(
-            "network: {:.0} us round trip, {} per second ({}); a stage is two round trips, a combined statistic 16 bytes",
+            "network: {:.0} us round trip, {} per second ({}); a stage is two round trips and a snapshot of a worker's units, a combined statistic 16 bytes",
             n.rtt_us,
             fmt_bytes(n.bytes_per_s as usize),
             n.source

@@ -721,7 +721,16 @@ impl Family for RemoteFamily {
         let ng = data.n_groups;
         // The planner's one-stage plan, priced with the pilot on a sample
         // and the network the driver measures.
+        let t = std::time::Instant::now();
         let network = self.network()?;
+        if groupfit::util::trace::trace() {
+            eprintln!(
+                "[groupfit]   network measured in {:.1} ms: {:.0} us round trip, {:.0} MB/s",
+                t.elapsed().as_secs_f64() * 1e3,
+                network.rtt_us,
+                network.bytes_per_s / 1e6
+            );
+        }
         groupfit::remote::price::remember(network);
         let pricing =
             remote::price::price(self.inner.as_ref(), data, configs, self.workers, network)?;

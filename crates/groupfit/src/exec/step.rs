@@ -140,6 +140,7 @@ pub(crate) fn group_loads(
             heavy: h,
             steps: st,
             syncs: 1,
+            scan: 1.0,
         })
         .collect()
 }

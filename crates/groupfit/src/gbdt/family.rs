@@ -120,6 +120,16 @@ mod tests {
     use crate::tune::{Grid, NoWords};
 
     #[test]
+    fn a_cut_booster_meets_once_per_leaf() {
+        let specs = ["num_leaves=15,31".to_string()];
+        let pts = Grid::parse(&specs, &NoWords).unwrap().points();
+        let shapes = Gbdt.load_shapes(Task::Binary, &pts, &[5000, 10]);
+        assert!(shapes
+            .iter()
+            .all(|s| (s.steps, s.syncs, s.heavy, s.scan) == (1, 31, 0, 1.0)));
+    }
+
+    #[test]
     fn trees_weigh_num_leaves_times_max_bin_per_model() {
         let grid = |specs: &[&str]| {
             Grid::parse(

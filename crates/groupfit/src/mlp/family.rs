@@ -96,17 +96,23 @@ impl Family for Mlp {
     }
 
     fn load_shapes(&self, _task: Task, points: &[ConfigEntry], rows: &[usize]) -> Vec<LoadShape> {
-        // Every unit starts with all of its epochs' mini-batch steps left.
+        // Every unit starts with all of its epochs' mini-batch steps left;
+        // a step scans a batch of the group's rows.
         let cs = configs(points).unwrap_or_default();
         rows.iter()
-            .map(|&n| LoadShape {
-                steps: cs
+            .map(|&n| {
+                let most = cs
                     .iter()
-                    .map(|c| c.epochs() as usize * super::grouped::steps_per_epoch(n, c))
-                    .max()
-                    .unwrap_or(1)
-                    .max(1),
-                ..LoadShape::default()
+                    .max_by_key(|c| c.epochs() as usize * super::grouped::steps_per_epoch(n, c));
+                most.map_or_else(LoadShape::default, |c| LoadShape {
+                    steps: (c.epochs() as usize * super::grouped::steps_per_epoch(n, c)).max(1),
+                    scan: if n == 0 {
+                        1.0
+                    } else {
+                        c.batch_size().min(n) as f64 / n as f64
+                    },
+                    ..LoadShape::default()
+                })
             })
             .collect()
     }
@@ -230,6 +236,21 @@ fn fit_layout(
 mod tests {
     use super::*;
     use crate::tune::Grid;
+
+    #[test]
+    fn a_groups_load_is_its_mini_batch_steps() {
+        // 1,000 rows, batches of 256: 4 steps an epoch; 3 epochs beat 2.
+        let specs = ["batch_size=256".to_string(), "epochs=2,3".to_string()];
+        let pts = Grid::parse(&specs, &MlpWords).unwrap().points();
+        let shapes = Mlp.load_shapes(Task::Binary, &pts, &[1000, 100, 0]);
+        assert_eq!((shapes[0].steps, shapes[0].scan), (12, 0.256));
+        // a group smaller than a batch: one step an epoch over all of it
+        assert_eq!((shapes[1].steps, shapes[1].scan), (3, 1.0));
+        assert_eq!(
+            (shapes[2].steps, shapes[2].heavy, shapes[2].syncs),
+            (1, 0, 1)
+        );
+    }
 
     #[test]
     fn mlp_words_are_encoded_and_named() {

@@ -27,13 +27,18 @@ pub struct GroupLoad {
     /// machine; on remote workers, a booster's histogram reductions per
     /// round (about one per leaf). See [`LoadShape`].
     pub syncs: usize,
+    /// The share of its rows one step scans: 1 for a pass over the group;
+    /// an MLP's mini-batch over a group's rows is `batch / rows`. The
+    /// rows of the pilot's layouts are already what a step scans, so 1 on
+    /// one machine.
+    pub scan: f64,
 }
 
 /// What a family says of a group's load before any of its units exist,
 /// from its row count and the grid alone (the Ray runner's driver has no
 /// features to build units from): the first pass's [`GroupLoad::heavy`],
 /// [`GroupLoad::steps`] and [`GroupLoad::syncs`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LoadShape {
     /// Heavy rows of the whole group.
     pub heavy: usize,
@@ -41,6 +46,8 @@ pub struct LoadShape {
     pub steps: usize,
     /// Meetings per step when cut over remote workers.
     pub syncs: usize,
+    /// The share of the group's rows one step scans (see [`GroupLoad::scan`]).
+    pub scan: f64,
 }
 
 impl Default for LoadShape {
@@ -49,6 +56,7 @@ impl Default for LoadShape {
             heavy: 0,
             steps: 1,
             syncs: 1,
+            scan: 1.0,
         }
     }
 }
@@ -62,6 +70,7 @@ impl GroupLoad {
             heavy: shape.heavy,
             steps: shape.steps,
             syncs: shape.syncs,
+            scan: shape.scan,
         }
     }
 }
@@ -79,7 +88,7 @@ impl GroupLoad {
         let row = c
             .by_size
             .map_or(c.row_unit_ns, |curve| curve.at(self.rows.len()));
-        self.steps.max(1) as f64 * self.units as f64 * (row + heavy * c.heavy_unit_ns)
+        self.steps.max(1) as f64 * self.scan * self.units as f64 * (row + heavy * c.heavy_unit_ns)
     }
 
     /// Times the group meets the other workers in its work when cut: its
@@ -197,13 +206,15 @@ pub struct Network {
 
 impl CostModel {
     /// The cost model of remote workers: a stage is two round trips (the
-    /// step's call and answer, the combined statistics' call and answer),
-    /// and each combined statistic (8 bytes) travels up from its piece and
-    /// back down.
-    pub fn over_network(&self, net: &Network) -> CostModel {
+    /// step's call and answer, the combined statistics' call and answer)
+    /// and a snapshot of a worker's units, `state_bytes` (every pass, for
+    /// fault tolerance); each combined statistic (8 bytes) travels up from
+    /// its piece and back down.
+    pub fn over_network(&self, net: &Network, state_bytes: usize) -> CostModel {
+        let bytes_per_s = net.bytes_per_s.max(1.0);
         CostModel {
-            stage_us: 2.0 * net.rtt_us,
-            combine_ns: self.combine_ns + 16.0 * 1e9 / net.bytes_per_s.max(1.0),
+            stage_us: 2.0 * net.rtt_us + state_bytes as f64 * 1e6 / bytes_per_s,
+            combine_ns: self.combine_ns + 16.0 * 1e9 / bytes_per_s,
             ..*self
         }
     }
@@ -216,13 +227,14 @@ mod tests {
     #[test]
     fn the_network_term_prices_round_trips_and_bytes() {
         let c = CostModel::uncalibrated(10, 8);
-        // 500 us round trips, 1 GB/s: a stage is 1 ms; a statistic 16 ns more.
+        // 500 us round trips, 1 GB/s: a stage is 1 ms plus 2 ms for a
+        // snapshot of 2 MB; a statistic 16 ns more.
         let net = Network {
             rtt_us: 500.0,
             bytes_per_s: 1e9,
         };
-        let r = c.over_network(&net);
-        assert_eq!(r.stage_us, 1000.0);
+        let r = c.over_network(&net, 2_000_000);
+        assert_eq!(r.stage_us, 3000.0);
         assert!((r.combine_ns - 16.0).abs() < 1e-12);
         assert_eq!(r.row_unit_ns, c.row_unit_ns);
     }

@@ -543,6 +543,7 @@ mod tests {
                     heavy: 0,
                     steps: 1,
                     syncs: 1,
+                    scan: 1.0,
                 };
                 start += n;
                 l
@@ -568,6 +569,7 @@ mod tests {
                 heavy: 0,
                 steps,
                 syncs: 1,
+                scan: 1.0,
             });
         }
         l
@@ -603,6 +605,7 @@ mod tests {
             heavy: 0,
             steps: 1,
             syncs: 1,
+            scan: 1.0,
         };
         assert!((load.cost(&cost) - 1_000.0 * 2.0 * 300.0).abs() < 1e-6);
     }

@@ -212,17 +212,23 @@ mod tests {
             row_unit_ns: 100.0,
             ..CostModel::uncalibrated(1000, 8)
         };
-        let fast = c.over_network(&crate::plan::Network {
-            rtt_us: 100.0,
-            bytes_per_s: 1e9,
-        });
+        let fast = c.over_network(
+            &crate::plan::Network {
+                rtt_us: 100.0,
+                bytes_per_s: 1e9,
+            },
+            0,
+        );
         let l = flat(&rows, &fit, 4);
         let cut = plan(Strategy::Auto, &l, 2, &fast).unwrap();
         assert!(cut.pieces(rows.len())[0] == 2);
-        let slow = c.over_network(&crate::plan::Network {
-            rtt_us: 50_000.0,
-            bytes_per_s: 1e8,
-        });
+        let slow = c.over_network(
+            &crate::plan::Network {
+                rtt_us: 50_000.0,
+                bytes_per_s: 1e8,
+            },
+            0,
+        );
         let many = loads(
             &rows,
             &fit,

@@ -26,7 +26,7 @@ use crate::registry::AnyFamily;
 use crate::tune::ConfigEntry;
 
 /// Rows of a group the pilot's sample holds at most.
-pub const SAMPLE_ROWS: usize = 65_536;
+pub const SAMPLE_ROWS: usize = 262_144;
 
 /// The plans of remote workers, priced: what `explain` shows for the Ray
 /// runner and what its placement runs.
@@ -59,9 +59,22 @@ pub fn price(
     group_rows[ng] = data.rows.len();
     let shapes = family.load_shapes(data.task, configs, &group_rows);
     let loads = loads(&group_rows, data.fit, configs.len(), &shapes);
+    let t = std::time::Instant::now();
     let pilot = Sample::new(data, &group_rows)?;
+    let read = t.elapsed();
     let base = family.explain(&pilot.data(data), configs)?;
-    let cost = base.cost.over_network(&network);
+    if crate::util::trace::trace() {
+        eprintln!(
+            "[groupfit]   remote pricing: sample of {} rows read in {:.1} ms, pilot {:.1} ms",
+            pilot.rows.len(),
+            read.as_secs_f64() * 1e3,
+            (t.elapsed() - read).as_secs_f64() * 1e3
+        );
+    }
+    // Every pass each worker snapshots its units: a worker's share of them.
+    let units: usize = loads.iter().map(|l| l.units).sum();
+    let state = units * base.cost.unit_bytes / workers.max(1);
+    let cost = base.cost.over_network(&network, state);
     let categorical = data.kinds.iter().any(|k| k.levels().is_some());
     let among: &[Strategy] = if categorical {
         &[Strategy::Tp]
@@ -85,7 +98,7 @@ pub fn price(
             cost,
             machine: base.machine,
             whole_run: loads.iter().any(|l| l.units > 0 && l.steps > 1),
-            units: loads.iter().map(|l| l.units).sum(),
+            units,
             strategies,
             auto,
         },
