@@ -298,7 +298,10 @@ fn read_projected(path: &Path, columns: &[String], rows: Option<&[u32]>) -> Resu
         .collect::<Result<_>>()?;
     let total = builder.metadata().file_metadata().num_rows().max(0) as usize;
     let mask = ProjectionMask::roots(builder.parquet_schema(), indices.iter().copied());
-    let mut builder = builder.with_projection(mask).with_batch_size(total.max(1));
+    // One batch of what is read: the reader sizes its buffers by the batch,
+    // so a selection's batch is the selection's rows, not the file's.
+    let batch = rows.map_or(total, <[u32]>::len).max(1);
+    let mut builder = builder.with_projection(mask).with_batch_size(batch);
     if let Some(rows) = rows {
         if let Some(&last) = rows.last() {
             if last as usize >= total {

@@ -26,7 +26,7 @@ use crate::registry::AnyFamily;
 use crate::tune::ConfigEntry;
 
 /// Rows of a group the pilot's sample holds at most.
-pub const SAMPLE_ROWS: usize = 262_144;
+pub const SAMPLE_ROWS: usize = 32_768;
 
 /// The plans of remote workers, priced: what `explain` shows for the Ray
 /// runner and what its placement runs.
@@ -65,10 +65,11 @@ pub fn price(
     let base = family.explain(&pilot.data(data), configs)?;
     if crate::util::trace::trace() {
         eprintln!(
-            "[groupfit]   remote pricing: sample of {} rows read in {:.1} ms, pilot {:.1} ms",
+            "[groupfit]   remote pricing: sample of {} rows read in {:.1} ms, pilot {:.1} ms (peak {} MiB)",
             pilot.rows.len(),
             read.as_secs_f64() * 1e3,
-            (t.elapsed() - read).as_secs_f64() * 1e3
+            (t.elapsed() - read).as_secs_f64() * 1e3,
+            crate::util::trace::memory_mib().map_or(0, |m| m.1)
         );
     }
     // Every pass each worker snapshots its units: a worker's share of them.
@@ -189,12 +190,17 @@ impl Sample {
             }
         }
         let columns = match &data.source {
-            Some(src) => {
-                let batch = read_parquet_rows(src.path, src.features, &table_rows, 1)?;
-                (0..src.features.len())
-                    .map(|j| Column::from_array(batch.column(j), &src.features[j], src.path, false))
-                    .collect::<Result<Vec<_>>>()?
-            }
+            // A column at a time: the reader holds a row group's chunks of
+            // the columns it reads, so the driver holds one column's.
+            Some(src) => src
+                .features
+                .iter()
+                .map(|name| {
+                    let batch =
+                        read_parquet_rows(src.path, std::slice::from_ref(name), &table_rows, 1)?;
+                    Column::from_array(batch.column(0), name, src.path, false)
+                })
+                .collect::<Result<Vec<_>>>()?,
             None => data
                 .columns
                 .iter()
