@@ -6,7 +6,7 @@ use std::sync::RwLock;
 
 use super::calibrate;
 use super::step::{active_counts, group_loads, heavy_counts, steps_counts, PartialStep};
-use crate::plan::{CostModel, Estimate, Plan, Strategy};
+use crate::plan::{CostModel, Estimate, GroupLoad, Plan, Strategy};
 
 /// One strategy's plan for the first pass, as `explain` shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,6 +19,24 @@ pub struct StrategyPlan {
     pub cut: Vec<(usize, usize)>,
     /// Its [`Plan::jumps`] (how `auto` breaks ties between estimates).
     pub jumps: usize,
+}
+
+impl StrategyPlan {
+    /// `plan` (of `strategy`) as `explain` shows it, priced under `cost`.
+    pub fn of(strategy: Strategy, plan: &Plan, loads: &[GroupLoad], cost: &CostModel) -> Self {
+        let pieces = plan.pieces(loads.len());
+        let mut cut: Vec<(usize, usize)> = (0..loads.len())
+            .filter(|&g| pieces[g] > 1)
+            .map(|g| (g, pieces[g]))
+            .collect();
+        cut.sort_by_key(|&(g, _)| (std::cmp::Reverse(loads[g].rows.len()), g));
+        StrategyPlan {
+            strategy,
+            estimate: plan.estimate(loads, cost),
+            cut,
+            jumps: plan.jumps(),
+        }
+    }
 }
 
 /// What the planner would do, without training: the calibrated cost model and
@@ -62,19 +80,12 @@ pub fn explain<F: PartialStep>(
     let strategies: Vec<StrategyPlan> = Strategy::FIXED
         .iter()
         .map(|&s| {
-            let p = Plan::build(s, &loads, workers, family.align(), &cost);
-            let pieces = p.pieces(loads.len());
-            let mut cut: Vec<(usize, usize)> = (0..loads.len())
-                .filter(|&g| pieces[g] > 1)
-                .map(|g| (g, pieces[g]))
-                .collect();
-            cut.sort_by_key(|&(g, _)| (std::cmp::Reverse(loads[g].rows.len()), g));
-            StrategyPlan {
-                strategy: s,
-                estimate: p.estimate(&loads, &cost),
-                cut,
-                jumps: p.jumps(),
-            }
+            StrategyPlan::of(
+                s,
+                &Plan::build(s, &loads, workers, family.align(), &cost),
+                &loads,
+                &cost,
+            )
         })
         .collect();
     let cands: Vec<(f64, usize)> = strategies

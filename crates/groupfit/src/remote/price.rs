@@ -86,7 +86,7 @@ pub fn price(
         .iter()
         .map(|&s| {
             let p = plan(s, &loads, workers, &cost)?;
-            Ok(strategy_plan(s, &p, &loads, &cost))
+            Ok(StrategyPlan::of(s, &p, &loads, &cost))
         })
         .collect::<Result<_>>()?;
     let cands: Vec<(f64, usize)> = strategies
@@ -116,26 +116,6 @@ impl RemotePricing {
             s => s,
         };
         plan(s, &self.loads, workers, &self.explain.cost)
-    }
-}
-
-fn strategy_plan(
-    s: Strategy,
-    p: &Plan,
-    loads: &[GroupLoad],
-    cost: &crate::plan::CostModel,
-) -> StrategyPlan {
-    let pieces = p.pieces(loads.len());
-    let mut cut: Vec<(usize, usize)> = (0..loads.len())
-        .filter(|&g| pieces[g] > 1)
-        .map(|g| (g, pieces[g]))
-        .collect();
-    cut.sort_by_key(|&(g, _)| (std::cmp::Reverse(loads[g].rows.len()), g));
-    StrategyPlan {
-        strategy: s,
-        estimate: p.estimate(loads, cost),
-        cut,
-        jumps: p.jumps(),
     }
 }
 
