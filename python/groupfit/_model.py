@@ -166,6 +166,7 @@ def fit(
     global_model: bool = True,
     hierarchy: bool = False,
     shrinkage: Optional[str] = None,
+    max_memory: Union[int, str, None] = None,
 ) -> GroupedModel:
     """Trains one model per group (and per config of the grid ``params``) and
     returns a :class:`GroupedModel`.
@@ -189,6 +190,11 @@ def fit(
     Text, pandas ``category`` and Arrow dictionary columns are categorical
     features; ``categorical`` also makes integer columns categorical (see
     ``docs/families.md``).
+    ``max_memory`` (bytes, or ``"4G"``) is the CLI's ``--max-memory``: a
+    job whose estimated peak is higher raises
+    :class:`groupfit.exceptions.MemoryLimitError` before its features are
+    read. By default the limit is the memory available. The estimate and
+    the peak are in ``summary["memory"]``.
     The other arguments mean what the CLI's ``train`` options mean.
     """
     r, job = _job(locals())
@@ -215,6 +221,7 @@ def explain(
     global_model: bool = True,
     hierarchy: bool = False,
     shrinkage: Optional[str] = None,
+    max_memory: Union[int, str, None] = None,
 ) -> dict:
     """What :func:`fit` with the same arguments would run, priced, nothing
     trained: the CLI's ``groupfit explain --json`` as a dict (``auto``, the
@@ -255,6 +262,7 @@ def _job(a: dict) -> tuple:
         global_model=bool(a["global_model"]),
         hierarchy=bool(a["hierarchy"]),
         shrinkage=None if shrinkage is None else str(shrinkage),
+        max_memory=a["max_memory"],
     )
     return resolve_runner(a["runner"]), job
 

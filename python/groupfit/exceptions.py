@@ -14,6 +14,9 @@ message, the same text the CLI prints after ``error: ``. All derive from
 - :class:`ParamError`: an invalid hyper-parameter or grid.
 - :class:`ArgumentError`: an invalid or conflicting argument.
 - :class:`ModelFileError`: a corrupt, truncated or too-new model file.
+- :class:`MemoryLimitError`: a training job whose estimated peak memory is
+  more than the memory available (or ``max_memory``), refused before its
+  features are read.
 - :class:`FileError`: a file cannot be read or written, or is not readable Parquet or CSV.
 - :class:`RunnerError`: a distributed runner failed (e.g. a worker died again
   after being replaced).
@@ -27,6 +30,7 @@ from groupfit._native import (
     FileError,
     GroupfitError,
     InfiniteValueError,
+    MemoryLimitError,
     MissingColumnError,
     ModelFileError,
     NoModelError,
@@ -51,6 +55,7 @@ __all__ = [
     "ParamError",
     "ArgumentError",
     "ModelFileError",
+    "MemoryLimitError",
     "FileError",
     "RunnerError",
 ]

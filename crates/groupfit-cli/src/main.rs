@@ -114,6 +114,11 @@ struct JobArgs {
     /// --hierarchy, none without]
     #[arg(long, value_name = "MODE")]
     shrinkage: Option<String>,
+    /// The most memory training may use, like 4G or 512M. A job whose
+    /// estimated peak is higher fails before its features are read
+    /// [default: the memory available: the cgroup limit or MemAvailable]
+    #[arg(long, value_name = "SIZE")]
+    max_memory: Option<String>,
 }
 
 #[derive(Args)]
@@ -268,9 +273,19 @@ impl JobArgs {
             global_model: !a.no_global,
             hierarchy: a.hierarchy,
             shrinkage: a.shrinkage.as_deref().map(Shrinkage::parse).transpose()?,
+            max_memory: a.max_memory.as_deref().map(max_memory).transpose()?,
             ..TrainSpec::new(a.data, a.by, a.target)
         })
     }
+}
+
+/// `--max-memory` in bytes.
+fn max_memory(text: &str) -> Result<u64, GroupfitError> {
+    groupfit::util::mem::parse_size(text).ok_or_else(|| {
+        GroupfitError::arg(format!(
+            "--max-memory: cannot read '{text}' as a size (like 4G, 512M or 1.5GB)"
+        ))
+    })
 }
 
 fn explain(a: ExplainArgs) -> Result<()> {

@@ -26,6 +26,7 @@ pub fn print_train_summary(b: &ModelBundle, s: &Summary, out: &Path, csv: bool) 
         pooling_line(s),
         slowest_line(b),
         Some(routed_line(s)),
+        memory_line(s),
         (s.not_converged > 0).then(|| {
             format!(
                 "warning: {} models stopped at their iteration limit (raise --param max_iter)",
@@ -37,6 +38,23 @@ pub fn print_train_summary(b: &ModelBundle, s: &Summary, out: &Path, csv: bool) 
     for line in lines.into_iter().flatten() {
         eprintln!("{line}");
     }
+}
+
+/// The peak memory, the estimate made before reading the features, and
+/// the limit it was checked against.
+fn memory_line(s: &Summary) -> Option<String> {
+    use groupfit::util::mem::show_size;
+    let m = s.memory.as_ref()?;
+    let peak = m
+        .peak_bytes
+        .map_or_else(String::new, |b| format!("peak {}, ", show_size(b)));
+    let limit = m.limit.as_ref().map_or_else(String::new, |l| {
+        format!(" (limit {}, {})", show_size(l.bytes), l.source)
+    });
+    Some(format!(
+        "memory: {peak}estimated {}{limit}",
+        show_size(m.estimate.bytes)
+    ))
 }
 
 /// With `--hierarchy`: each level's groups and own models, coarsest first.

@@ -3,8 +3,9 @@
 //! Each test runs the real `groupfit` binary on a small deterministic dataset
 //! (a plain LCG, no RNG crate) and compares what it prints with a file in
 //! `tests/snapshots/`. Before comparing, the temporary directory is replaced
-//! by `<tmp>`, the crate version by `<version>` and timings such as `0.13s`
-//! by `<t>s`.
+//! by `<tmp>`, the crate version by `<version>`, timings such as `0.13s`
+//! by `<t>s`, and the machine's memory figures (the peak and the limit of
+//! the `memory:` line) by `<m>`.
 //!
 //! To accept new output after a deliberate change, run
 //!
@@ -180,10 +181,10 @@ impl Fixture {
     /// stderr) with paths, version and timings masked.
     fn transcript(&self, args: &[String], out: &Output) -> String {
         let mask = |s: &str| -> String {
-            mask_timings(
+            mask_memory(&mask_timings(
                 &s.replace(&self.dir.path().display().to_string(), "<tmp>")
                     .replace(&format!("groupfit {VERSION}"), "groupfit <version>"),
-            )
+            ))
         };
         let mut t = format!("$ groupfit {}\n", mask(&args.join(" ")));
         t += &format!("exit: {}\n", out.status.code().unwrap_or(-1));
@@ -242,6 +243,26 @@ fn mask_timings(s: &str) -> String {
     out
 }
 
+/// In a `memory: peak X, estimated Y (limit Z, SOURCE)` line, replaces
+/// the peak and the limit (this machine's) with `<m>`; the estimate stays.
+fn mask_memory(s: &str) -> String {
+    let line = |l: &str| -> String {
+        let Some(rest) = l.strip_prefix("memory: ") else {
+            return l.to_string();
+        };
+        let estimate = rest.find("estimated").map_or(rest, |i| &rest[i..]);
+        let estimate = estimate
+            .find(" (limit")
+            .map_or(estimate, |i| &estimate[..i]);
+        format!("memory: peak <m>, {estimate} (limit <m>)")
+    };
+    let mut out: Vec<String> = s.lines().map(line).collect();
+    if s.ends_with('\n') {
+        out.push(String::new());
+    }
+    out.join("\n")
+}
+
 fn snapshot_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots")
 }
@@ -280,6 +301,14 @@ fn assert_snapshot(name: &str, actual: &str) {
             path.display()
         );
     }
+}
+
+#[test]
+fn masking_replaces_the_machines_memory_figures() {
+    assert_eq!(
+        mask_memory("a\nmemory: peak 10 MB, estimated 16 MB (limit 22.8 GB, MemAvailable)\nb\n"),
+        "a\nmemory: peak <m>, estimated 16 MB (limit <m>)\nb\n"
+    );
 }
 
 #[test]

@@ -110,6 +110,12 @@ create_exception!(
 );
 create_exception!(
     _native,
+    MemoryLimitError,
+    GroupfitError,
+    "A training job's estimated peak memory is more than the memory available or max_memory; nothing was read past the keys and the target."
+);
+create_exception!(
+    _native,
     RunnerError,
     GroupfitError,
     "A distributed runner failed (a worker failed repeatedly, or a protocol error)."
@@ -137,6 +143,7 @@ pub(crate) fn to_py(e: EngineError) -> PyErr {
         EngineError::CorruptModel { .. } | EngineError::UnsupportedVersion { .. } => {
             ModelFileError::new_err(msg)
         }
+        EngineError::MemoryLimit { .. } => MemoryLimitError::new_err(msg),
     }
 }
 
@@ -451,6 +458,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ParamError", py.get_type::<ParamError>())?;
     m.add("ArgumentError", py.get_type::<ArgumentError>())?;
     m.add("ModelFileError", py.get_type::<ModelFileError>())?;
+    m.add("MemoryLimitError", py.get_type::<MemoryLimitError>())?;
     m.add("FileError", py.get_type::<FileError>())?;
     m.add("RunnerError", py.get_type::<RunnerError>())?;
     Ok(())

@@ -20,7 +20,7 @@ const VALID_TABLE: &str = "<valid table>";
 
 /// The option names `train` and `explain` take besides the data, keys and
 /// target: the CLI's `train` options.
-const OPTIONS: [&str; 15] = [
+const OPTIONS: [&str; 16] = [
     "valid",
     "valid_fraction",
     "features",
@@ -36,7 +36,33 @@ const OPTIONS: [&str; 15] = [
     "global_model",
     "hierarchy",
     "shrinkage",
+    "max_memory",
 ];
+
+/// `max_memory`: bytes, or a size as people write it (`"4G"`).
+#[derive(FromPyObject)]
+enum Size {
+    Bytes(u64),
+    Text(String),
+}
+
+impl Size {
+    fn bytes(self) -> PyResult<u64> {
+        let bytes = match &self {
+            Size::Bytes(b) => Some(*b).filter(|&b| b > 0),
+            Size::Text(t) => groupfit::util::mem::parse_size(t),
+        };
+        bytes.ok_or_else(|| {
+            let shown = match self {
+                Size::Bytes(b) => b.to_string(),
+                Size::Text(t) => format!("'{t}'"),
+            };
+            to_py(EngineError::arg(format!(
+                "max_memory: cannot read {shown} as a size (bytes, or like \"4G\", \"512M\")"
+            )))
+        })
+    }
+}
 
 /// Option `key` of `options`, or `default` when it is not given.
 fn option<'py, T: FromPyObjectOwned<'py>>(
@@ -81,6 +107,7 @@ impl PyJob {
         let task: Option<String> = option(o, "task", None)?;
         let strategy: String = option(o, "strategy", "auto".to_string())?;
         let shrinkage: Option<String> = option(o, "shrinkage", None)?;
+        let max_memory: Option<Size> = option(o, "max_memory", None)?;
         let valid: Option<Input> = option(o, "valid", None)?;
         let task = task
             .as_deref()
@@ -119,6 +146,7 @@ impl PyJob {
             global_model: option(o, "global_model", true)?,
             hierarchy: option(o, "hierarchy", false)?,
             shrinkage,
+            max_memory: max_memory.map(Size::bytes).transpose()?,
             ..TrainSpec::new(label(&train, TABLE), by, target)
         };
         Ok(PyJob { spec, train, valid })

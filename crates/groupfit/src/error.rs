@@ -137,6 +137,21 @@ pub enum GroupfitError {
         /// The message.
         reason: String,
     },
+    /// A training job whose estimated peak memory is more than the memory
+    /// available (or `--max-memory`): refused before the features are read.
+    #[error("training '{path}' needs about {needed}, more than the {available}; {advice}")]
+    MemoryLimit {
+        /// The training input.
+        path: String,
+        /// The estimated peak and its largest parts, for people
+        /// (`1.8 GB of memory (layout 1.0 GB, ...)`).
+        needed: String,
+        /// The limit and where it comes from, for people
+        /// (`1.0 GB it may use (--max-memory)`).
+        available: String,
+        /// What to change.
+        advice: String,
+    },
     /// A model file failed its integrity checks.
     #[error("model file '{path}' is corrupt or truncated: {reason}")]
     CorruptModel {

@@ -202,6 +202,35 @@ pub fn fit_parts<M>(
     })
 }
 
+/// The shape of a training job as its memory estimate sees it, known
+/// before the features are read (see [`Family::memory`]).
+#[derive(Debug, Clone, Copy)]
+pub struct MemoryShape<'a> {
+    /// Training rows of each group given a model of its own.
+    pub group_rows: &'a [usize],
+    /// Training rows in all (the global model's, when it is fitted).
+    pub train_rows: usize,
+    /// Validation rows.
+    pub valid_rows: usize,
+    /// Features.
+    pub features: usize,
+    /// Groups in all (with a model or not).
+    pub groups: usize,
+    /// Whether the global model is fitted.
+    pub global: bool,
+    /// Worker threads.
+    pub threads: usize,
+}
+
+/// One named part of a memory estimate, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct MemoryTerm {
+    /// What it holds (`"layout"`, `"boosters"`).
+    pub name: &'static str,
+    /// Bytes.
+    pub bytes: u64,
+}
+
 /// What a sharded family's workers need beyond their pieces' training rows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ShardNeeds {
@@ -264,6 +293,14 @@ pub trait Family {
     fn load_shapes(&self, task: Task, configs: &[ConfigEntry], rows: &[usize]) -> Vec<LoadShape> {
         let _ = (task, configs);
         vec![LoadShape::default(); rows.len()]
+    }
+    /// The family's own memory at its peak while it fits a job of `shape`
+    /// with this grid: its layout and per-unit state, not the input columns
+    /// it is given. Empty: the family holds nothing worth counting here (a
+    /// remote runner's workers hold the data).
+    fn memory(&self, shape: &MemoryShape<'_>, configs: &[ConfigEntry]) -> Result<Vec<MemoryTerm>> {
+        let _ = (shape, configs);
+        Ok(Vec::new())
     }
     /// Fits every (group, config) unit with `data.fit[g]` set.
     fn fit(

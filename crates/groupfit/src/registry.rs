@@ -9,7 +9,7 @@
 use crate::data::Task;
 use crate::error::{GroupfitError, Result};
 use crate::exec::{Explain, PassProgress};
-use crate::family::{Family, FamilyFit, ShardNeeds, TrainData};
+use crate::family::{Family, FamilyFit, MemoryShape, MemoryTerm, ShardNeeds, TrainData};
 use crate::plan::LoadShape;
 use crate::shard::{ShardSpec, Sharded};
 use crate::store::FittedModel;
@@ -99,6 +99,8 @@ pub trait AnyFamily: Send + Sync {
     fn shard_needs(&self, configs: &[ConfigEntry]) -> ShardNeeds;
     /// See [`Family::load_shapes`].
     fn load_shapes(&self, task: Task, configs: &[ConfigEntry], rows: &[usize]) -> Vec<LoadShape>;
+    /// See [`Family::memory`].
+    fn memory(&self, shape: &MemoryShape<'_>, configs: &[ConfigEntry]) -> Result<Vec<MemoryTerm>>;
     /// See [`Family::fit`].
     fn fit(
         &self,
@@ -132,6 +134,9 @@ where
     }
     fn sharded(&self) -> bool {
         Family::sharded(self)
+    }
+    fn memory(&self, shape: &MemoryShape<'_>, configs: &[ConfigEntry]) -> Result<Vec<MemoryTerm>> {
+        Family::memory(self, shape, configs)
     }
     fn shard_needs(&self, configs: &[ConfigEntry]) -> ShardNeeds {
         Family::shard_needs(self, configs)

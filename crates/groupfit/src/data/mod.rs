@@ -112,6 +112,17 @@ pub fn parquet_schema(path: &Path) -> Result<Arc<Schema>> {
     Ok(builder.schema().clone())
 }
 
+/// The row count of a Parquet file's footer, without reading its data.
+pub fn parquet_rows(path: &Path) -> Result<usize> {
+    let file = File::open(path).map_err(|e| GroupfitError::io("read", path, e))?;
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| GroupfitError::Parquet {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+    Ok(builder.metadata().file_metadata().num_rows().max(0) as usize)
+}
+
 /// Reads the named columns of a Parquet file into one record batch, in the
 /// order given, decoding disjoint column subsets on up to `threads` threads.
 /// A name the file lacks is a [`GroupfitError::MissingColumn`].

@@ -6,7 +6,7 @@ use super::params::{GbdtConfig, GbdtParams};
 use crate::data::Task;
 use crate::error::Result;
 use crate::exec::{Explain, PassProgress};
-use crate::family::{Family, FamilyFit, ShardNeeds, TrainData, UnitFit};
+use crate::family::{Family, FamilyFit, MemoryShape, MemoryTerm, ShardNeeds, TrainData, UnitFit};
 use crate::plan::LoadShape;
 use crate::tune::{Builder, ConfigEntry};
 
@@ -44,6 +44,67 @@ impl Family for Gbdt {
             global_rows: false,
             global_in_table_order: false,
         }
+    }
+
+    fn memory(&self, shape: &MemoryShape<'_>, points: &[ConfigEntry]) -> Result<Vec<MemoryTerm>> {
+        let configs = configs(points)?;
+        let d = shape.features as u64;
+        let global = |n: usize| if shape.global { n } else { 0 };
+        // The rows binned: the fitted groups', then every row again for the
+        // global model; and as many validation rows.
+        let n = (shape.group_rows.iter().sum::<usize>() + global(shape.train_rows)) as u64;
+        let v = (shape.valid_rows + global(shape.valid_rows)) as u64;
+        let term = |name, bytes| MemoryTerm { name, bytes };
+        let global_rows = shape.global.then_some(shape.train_rows);
+        let all_rows = || shape.group_rows.iter().copied().chain(global_rows);
+        let first = configs.first();
+        let max_bin = first.map_or(255, |c| c.max_bin()) as usize;
+        let per_bin = first.map_or(3, |c| c.min_data_in_bin().max(1)) as usize;
+        // One mapper per (model, feature): its bins' upper bounds (`f64`),
+        // a power of two of them.
+        let mappers: u64 = all_rows()
+            .map(|n| 64 + 8 * (n / per_bin).clamp(1, max_bin + 1).next_power_of_two() as u64)
+            .sum::<u64>()
+            * d;
+        let threads = shape.threads.min(shape.features).max(1) as u64;
+        // While binning: each feature's bins, then the column-major and
+        // row-major matrices (`u8`), the row lists, and per thread a
+        // feature's values (`f64`).
+        let binning = d * (3 * n + 2 * v) + 4 * (n + v) + mappers + 8 * n * threads;
+        // While boosting: the two matrices and the targets; each booster's
+        // scores, gradients and row order (20 bytes a row), made up front;
+        // its trees (about 48 bytes a leaf a round, as many leaves as its
+        // rows allow); per thread, its histograms (two `f64` per bin of
+        // every feature, a pool of `num_leaves + 2`) and a leaf's row list.
+        let layout = d * (2 * n + v) + 8 * (n + v) + mappers;
+        let boosters = 20 * n * configs.len() as u64;
+        let trees: u64 = configs
+            .iter()
+            .map(|c| {
+                let leaf_rows = 2 * c.min_data_in_leaf().max(1) as usize;
+                all_rows()
+                    .map(|n| {
+                        let leaves = (n / leaf_rows).clamp(1, c.num_leaves() as usize) as u64;
+                        1_024 + u64::from(c.rounds()) * (64 + 48 * leaves)
+                    })
+                    .sum::<u64>()
+            })
+            .sum();
+        let widest = configs.iter().map(|c| c.num_leaves()).max().unwrap_or(31) as u64;
+        let bins = configs.iter().map(|c| c.max_bin()).max().unwrap_or(255) as u64 + 1;
+        let largest = shape.group_rows.iter().max().copied().unwrap_or(0);
+        let largest = largest.max(global(shape.train_rows)) as u64;
+        let histograms = shape.threads as u64 * (16 * bins * d * (widest + 2) + 4 * largest);
+        Ok(if binning > layout + boosters + trees + histograms {
+            vec![term("binning", binning)]
+        } else {
+            vec![
+                term("binned rows", layout),
+                term("boosters", boosters),
+                term("trees", trees),
+                term("histograms", histograms),
+            ]
+        })
     }
 
     fn check(&self, points: &[ConfigEntry]) -> Result<()> {

@@ -60,6 +60,9 @@ pub struct TrainSpec {
     /// `--shrinkage`: how a row's prediction blends the models on its
     /// group's path. `None`: `auto` with `hierarchy`, `none` without.
     pub shrinkage: Option<Shrinkage>,
+    /// `--max-memory`: the most memory the job may use, in bytes; `None`:
+    /// what the machine has available (cgroup limit or `MemAvailable`).
+    pub max_memory: Option<u64>,
 }
 
 impl TrainSpec {
@@ -84,6 +87,7 @@ impl TrainSpec {
             global_model: true,
             hierarchy: false,
             shrinkage: None,
+            max_memory: None,
         }
     }
 }

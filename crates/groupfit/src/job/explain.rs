@@ -157,7 +157,9 @@ pub fn explain(spec: &TrainSpec) -> Result<ExplainOutput> {
 /// [`explain`] for `remote` workers (the Ray runner's one-stage plans,
 /// priced by [`crate::remote::price`]) when given, else for this machine.
 pub fn explain_on(spec: &TrainSpec, remote: Option<&RemoteWorkers>) -> Result<ExplainOutput> {
-    explain_from(spec, remote, |family| read_files(spec, family, &mut |_| {}))
+    explain_from(spec, remote, |family, grid| {
+        read_files(spec, family, grid, None, &mut |_| {})
+    })
 }
 
 /// [`explain_on`] for in-memory Arrow data, as [`super::train_table`] reads it.
@@ -167,8 +169,8 @@ pub fn explain_table(
     valid: Option<&arrow_array::RecordBatch>,
     remote: Option<&RemoteWorkers>,
 ) -> Result<ExplainOutput> {
-    explain_from(spec, remote, |_| {
-        super::input::from_batches(spec, train, valid)
+    explain_from(spec, remote, |family, grid| {
+        super::input::from_batches(spec, family, grid, None, train, valid)
     })
 }
 
@@ -176,7 +178,10 @@ pub fn explain_table(
 fn explain_from(
     spec: &TrainSpec,
     remote: Option<&RemoteWorkers>,
-    load: impl FnOnce(&dyn crate::registry::AnyFamily) -> Result<super::input::Tables>,
+    load: impl FnOnce(
+        &dyn crate::registry::AnyFamily,
+        &[crate::tune::ConfigEntry],
+    ) -> Result<super::input::Tables>,
 ) -> Result<ExplainOutput> {
     let started = Instant::now();
     let model_family = family(&spec.model)?;
@@ -186,7 +191,7 @@ fn explain_from(
         started,
     };
     let grid = check_arguments(spec, job.family)?;
-    let tables = load(job.family)?;
+    let tables = load(job.family, &grid)?;
     let prepared = prepare(job, grid, tables)?;
     let data = prepared.train_data();
     let Some(r) = remote else {

@@ -7,18 +7,21 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use arrow_array::RecordBatch;
+use arrow_schema::{DataType, Schema};
 
 use super::arguments::TrainSpec;
 use super::columns::{check_present, plan_columns, ColumnAccount, ColumnPlan, Declared};
 use super::event::{trace_stamp, Event};
+use super::memory::{check, estimate, InputMemory, MemoryEstimate, MemoryLimit};
 use crate::data::categorical::{all_null, Dictionary, Encoding, FeatureKind};
 use crate::data::csv::is_csv;
 use crate::data::keys::GroupEncoder;
 use crate::data::{
-    column_indices, missing_column, numeric_column, read_table, table_schema, Column,
+    column_indices, missing_column, numeric_column, parquet_rows, read_table, table_schema, Column,
 };
 use crate::error::{GroupfitError, Result};
 use crate::registry::AnyFamily;
+use crate::tune::ConfigEntry;
 use crate::util::par::resolve_threads;
 
 /// A table holding the keys, then the target, then (if read) the features,
@@ -37,6 +40,10 @@ pub(super) struct Tables {
     pub features_read: bool,
     /// The validation table (`--valid`); `None`: rows are held out of `train`.
     pub valid: Option<Table>,
+    /// The training table's key ids (taken by `load`).
+    pub groups: Option<EncodedGroups>,
+    /// The job's estimated peak memory.
+    pub memory: MemoryEstimate,
 }
 
 /// The training table as numbers: target, feature columns, group ids.
@@ -90,35 +97,80 @@ pub(super) struct EncodedGroups {
 /// Reads the Parquet or CSV inputs of `spec` (only the columns it needs);
 /// the training file's features only when `family` does not read them
 /// itself, which it does from Parquet only and when none is categorical.
+/// From Parquet, the keys and the target are read first: the job's memory
+/// is estimated and checked against `limit` before the features are read.
 pub(super) fn read_files(
     spec: &TrainSpec,
     family: &dyn AnyFamily,
+    grid: &[ConfigEntry],
+    limit: Option<&MemoryLimit>,
     on: &mut dyn FnMut(Event),
 ) -> Result<Tables> {
     let path = spec.data.as_path();
     let schema = table_schema(path)?;
     let plan = plan_columns(spec, &schema, path)?;
-    if let Some(valid_path) = &spec.valid {
-        check_present(
-            spec,
-            &plan.features,
-            &*table_schema(valid_path)?,
-            valid_path,
-        )?;
-    }
+    let valid_schema = match &spec.valid {
+        Some(valid_path) => {
+            let valid_schema = table_schema(valid_path)?;
+            check_present(spec, &plan.features, &valid_schema, valid_path)?;
+            Some(valid_schema)
+        }
+        None => None,
+    };
     on(Event::Stage("reading"));
     let wanted = wanted_columns(spec, &plan.features);
+    let head = spec.by.len() + 1;
     let threads = resolve_threads(spec.threads);
+    let csv = is_csv(path);
     // A family that reads the features itself gets the keys and the target;
     // categorical features are coded here, so then every feature is read.
     let features_read = !family.features_from_file()
-        || is_csv(path)
+        || csv
         || plan.declared.iter().any(|d| *d != Declared::Numeric);
-    let batch = if features_read {
-        read_table(path, &wanted, threads)?
+    // CSV has no row count to estimate from before reading: it is read
+    // whole, and its features count as held.
+    let first = if csv && features_read {
+        &wanted[..]
     } else {
-        read_table(path, &wanted[..spec.by.len() + 1], threads)?
+        &wanted[..head]
     };
+    let mut batch = read_table(path, first, threads)?;
+    let groups = encode_groups(spec, &batch)?;
+    let valid_rows = match &spec.valid {
+        Some(valid_path) if !is_csv(valid_path) => parquet_rows(valid_path)?,
+        Some(valid_path) => read_table(valid_path, &wanted[..1], 1)?.num_rows(),
+        None => 0,
+    };
+    let feature_bytes = |schema: &Schema, held: bool| {
+        feature_row_bytes(schema, &plan.features, &plan.declared, held)
+    };
+    let input = InputMemory {
+        table_rows: batch.num_rows(),
+        valid_table_rows: valid_rows,
+        features: plan.features.len(),
+        feature_row_bytes: if features_read {
+            feature_bytes(&schema, csv)
+        } else {
+            0
+        },
+        valid_row_bytes: valid_schema
+            .as_deref()
+            .map_or(0, |s| feature_bytes(s, false)),
+        keys_bytes: batch.get_array_memory_size() as u64,
+    };
+    let memory = estimate(
+        spec,
+        family,
+        grid,
+        input,
+        &groups.row_keys,
+        groups.encoder.len(),
+    )?;
+    check(spec, &memory, limit)?;
+    if features_read && !csv {
+        let features = read_table(path, &wanted[head..], threads)?;
+        batch = join_columns(&batch, &features, path)?;
+    }
     let valid = match &spec.valid {
         Some(valid_path) => Some(Table {
             batch: read_table(valid_path, &wanted, threads)?,
@@ -134,13 +186,20 @@ pub(super) fn read_files(
         },
         features_read,
         valid,
+        groups: Some(groups),
+        memory,
     })
 }
 
 /// Takes the columns `spec` needs from in-memory tables; `spec.data` and
-/// `spec.valid` only name them in messages.
+/// `spec.valid` only name them in messages. The job's memory is estimated
+/// (the tables' `f32` and `f64` columns are shared, not copied) and
+/// checked against `limit`.
 pub(super) fn from_batches(
     spec: &TrainSpec,
+    family: &dyn AnyFamily,
+    grid: &[ConfigEntry],
+    limit: Option<&MemoryLimit>,
     train: &RecordBatch,
     valid: Option<&RecordBatch>,
 ) -> Result<Tables> {
@@ -162,6 +221,26 @@ pub(super) fn from_batches(
         }
         None => None,
     };
+    let groups = encode_groups(spec, &batch)?;
+    let held =
+        |t: &RecordBatch| feature_row_bytes(&t.schema(), &plan.features, &plan.declared, true);
+    let input = InputMemory {
+        table_rows: batch.num_rows(),
+        valid_table_rows: valid.as_ref().map_or(0, |v| v.batch.num_rows()),
+        features: plan.features.len(),
+        feature_row_bytes: held(&batch),
+        valid_row_bytes: valid.as_ref().map_or(0, |v| held(&v.batch)),
+        keys_bytes: 0,
+    };
+    let memory = estimate(
+        spec,
+        family,
+        grid,
+        input,
+        &groups.row_keys,
+        groups.encoder.len(),
+    )?;
+    check(spec, &memory, limit)?;
     Ok(Tables {
         plan,
         train: Table {
@@ -170,12 +249,62 @@ pub(super) fn from_batches(
         },
         features_read: true,
         valid,
+        groups: Some(groups),
+        memory,
+    })
+}
+
+/// Every row's key id, from the key columns (the first `spec.by.len()`) of `batch`.
+fn encode_groups(spec: &TrainSpec, batch: &RecordBatch) -> Result<EncodedGroups> {
+    let mut encoder = GroupEncoder::new(spec.by.len());
+    let row_keys = encoder.encode(&batch.columns()[..spec.by.len()])?;
+    Ok(EncodedGroups { encoder, row_keys })
+}
+
+/// Bytes one row of the features `names` (declared as `declared`) of
+/// `schema` takes once read: `f32` ones 4 and `f64` ones 8 (nothing when
+/// `held`: those columns are used as they are), any other 8 (converted to
+/// `f64`, or to category codes).
+fn feature_row_bytes(schema: &Schema, names: &[String], declared: &[Declared], held: bool) -> u64 {
+    names
+        .iter()
+        .zip(declared)
+        .map(|(name, d)| {
+            let dtype = schema.field_with_name(name).map(|f| f.data_type().clone());
+            match (d, dtype) {
+                (Declared::Numeric, Ok(DataType::Float32)) => u64::from(!held) * 4,
+                (Declared::Numeric, Ok(DataType::Float64)) => u64::from(!held) * 8,
+                _ => 8,
+            }
+        })
+        .sum()
+}
+
+/// The columns of `a` then those of `b` (as many rows), as one batch.
+fn join_columns(a: &RecordBatch, b: &RecordBatch, path: &Path) -> Result<RecordBatch> {
+    let schema = Schema::new(
+        a.schema()
+            .fields()
+            .iter()
+            .chain(b.schema().fields().iter())
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    let columns = a.columns().iter().chain(b.columns()).cloned().collect();
+    RecordBatch::try_new(std::sync::Arc::new(schema), columns).map_err(|e| GroupfitError::Parquet {
+        path: path.display().to_string(),
+        reason: e.to_string(),
     })
 }
 
 /// Converts the training table: the target, the features (if read; the
 /// dictionaries of categorical ones built) and the group ids of every row.
-pub(super) fn load(spec: &TrainSpec, tables: &Tables, started: Instant) -> Result<Loaded> {
+pub(super) fn load(
+    spec: &TrainSpec,
+    tables: &Tables,
+    groups: EncodedGroups,
+    started: Instant,
+) -> Result<Loaded> {
     let Table { batch, path } = &tables.train;
     let key_count = spec.by.len();
     if batch.num_rows() == 0 {
@@ -228,15 +357,12 @@ pub(super) fn load(spec: &TrainSpec, tables: &Tables, started: Instant) -> Resul
         )));
     }
     trace_stamp(started, "numeric columns");
-    let mut encoder = GroupEncoder::new(key_count);
-    let row_keys = encoder.encode(&batch.columns()[..key_count])?;
-    trace_stamp(started, "group encoding");
     Ok(Loaded {
         target,
         features,
         columns,
         account,
-        groups: EncodedGroups { encoder, row_keys },
+        groups,
     })
 }
 

@@ -26,6 +26,7 @@ use arrow_array::RecordBatch;
 
 use crate::error::Result;
 use crate::registry::{family, AnyFamily};
+use crate::tune::ConfigEntry;
 
 mod arguments;
 mod assemble;
@@ -35,6 +36,7 @@ mod explain;
 mod fit;
 mod input;
 mod levels;
+mod memory;
 mod pooling;
 mod predict;
 mod prepare;
@@ -51,6 +53,7 @@ pub use explain::{
     explain, explain_on, explain_table, Calibration, CutGroup, ExplainOutput, NetworkTerm,
     RemoteWorkers, StrategyExplain,
 };
+pub use memory::{MemoryEstimate, MemoryLimit, MemorySummary};
 pub use pooling::{PoolLevel, PoolingSummary};
 pub use predict::{
     input_batches, predict_batch, predict_file, predict_table, write_parquet,
@@ -76,8 +79,8 @@ pub fn train_with(
     family: &dyn AnyFamily,
     on: &mut dyn FnMut(Event),
 ) -> Result<TrainOutput> {
-    train_from(spec, family, on, |on, started| {
-        let tables = input::read_files(spec, family, on)?;
+    train_from(spec, family, on, |on, started, grid, limit| {
+        let tables = input::read_files(spec, family, grid, limit, on)?;
         trace_stamp(started, "read parquet");
         Ok(tables)
     })
@@ -104,19 +107,24 @@ pub fn train_table_with(
     valid: Option<&RecordBatch>,
     on: &mut dyn FnMut(Event),
 ) -> Result<TrainOutput> {
-    train_from(spec, family, on, |_, _| {
-        input::from_batches(spec, train, valid)
+    train_from(spec, family, on, |_, _, grid, limit| {
+        input::from_batches(spec, family, grid, limit, train, valid)
     })
 }
 
 /// The stages every training job runs: the argument checks, then `load`
-/// (given the event sink and the start time) for the input tables, then
-/// preparation, fitting, selection and assembly.
+/// (given the event sink, the start time, the grid and the memory limit)
+/// for the input tables, then preparation, fitting, selection and assembly.
 fn train_from(
     spec: &TrainSpec,
     family: &dyn AnyFamily,
     on: &mut dyn FnMut(Event),
-    load: impl FnOnce(&mut dyn FnMut(Event), Instant) -> Result<input::Tables>,
+    load: impl FnOnce(
+        &mut dyn FnMut(Event),
+        Instant,
+        &[ConfigEntry],
+        Option<&MemoryLimit>,
+    ) -> Result<input::Tables>,
 ) -> Result<TrainOutput> {
     let job = Job {
         spec,
@@ -124,13 +132,18 @@ fn train_from(
         started: Instant::now(),
     };
     let grid = arguments::check_arguments(spec, family)?;
-    let tables = load(on, job.started)?;
+    let limit = memory::limit(spec);
+    let tables = load(on, job.started, &grid, limit.as_ref())?;
     let prepared = prepare(job, grid, tables)?;
-    train_prepared(prepared, on)
+    train_prepared(prepared, limit, on)
 }
 
 /// Fits a prepared job, selects each group's config and assembles the bundle.
-fn train_prepared(mut prepared: Prepared, on: &mut dyn FnMut(Event)) -> Result<TrainOutput> {
+fn train_prepared(
+    mut prepared: Prepared,
+    limit: Option<MemoryLimit>,
+    on: &mut dyn FnMut(Event),
+) -> Result<TrainOutput> {
     if let Some(mode) = pooling::mode(&prepared) {
         mode.check_rows(prepared.split.train_rows.len() as u64)?;
     }
@@ -190,6 +203,11 @@ fn train_prepared(mut prepared: Prepared, on: &mut dyn FnMut(Event)) -> Result<T
     }
     out.summary.pooling = pooling::pool(&prepared, &mut out.bundle);
     trace_stamp(prepared.started, "pooling");
+    out.summary.memory = Some(MemorySummary {
+        estimate: prepared.memory.clone(),
+        limit,
+        peak_bytes: crate::util::mem::peak_bytes(),
+    });
     out.summary.train_s = prepared.prepared_at.elapsed().as_secs_f64();
     out.summary.wall_s = prepared.started.elapsed().as_secs_f64();
     out.bundle.summary = serde_json::to_value(&out.summary).expect("summary serialises");

@@ -12,6 +12,7 @@ use super::columns::ColumnAccount;
 use super::event::trace_stamp;
 use super::input::{load, Feature, Tables};
 use super::levels::{levels, Flat, LevelPart};
+use super::memory::MemoryEstimate;
 use super::split::{choose_owners, split, Owners, Split, SplitInput};
 use super::validation::{validation, ValidSource, Validation, ValidationInput};
 use crate::data::categorical::FeatureKind;
@@ -59,6 +60,8 @@ pub(super) struct Prepared<'a> {
     pub load_s: f64,
     /// When preparation ended (and training starts).
     pub prepared_at: Instant,
+    /// The job's estimated peak memory.
+    pub memory: MemoryEstimate,
 }
 
 /// What a job is: the spec, the family that fits it, and when it started.
@@ -82,7 +85,11 @@ pub(super) fn prepare<'a>(
         started,
     } = job;
     let mut tables = tables;
-    let loaded = load(spec, &tables, started)?;
+    let groups = tables
+        .groups
+        .take()
+        .expect("the tables' keys are encoded once");
+    let loaded = load(spec, &tables, groups, started)?;
     // The training table is numbers and groups now: its keys and target go
     // (the features stay where they were read into columns).
     tables.train.batch = RecordBatch::new_empty(tables.train.batch.schema());
@@ -132,6 +139,7 @@ pub(super) fn prepare<'a>(
         started,
         load_s,
         prepared_at,
+        memory: tables.memory,
     })
 }
 

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::fit::Fitted;
+use super::memory::MemorySummary;
 use super::pooling::PoolingSummary;
 use super::prepare::Prepared;
 use super::select::primary;
@@ -113,6 +114,10 @@ pub struct Summary {
     /// group's path, and what it saved on the validation rows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pooling: Option<PoolingSummary>,
+    /// The memory estimate made before the features were read, the limit
+    /// it was checked against, and the peak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemorySummary>,
 }
 
 /// One level of a hierarchy in the summary.
@@ -217,5 +222,6 @@ pub(super) fn summarise(prepared: &Prepared, fitted: &Fitted, tally: Tally) -> S
         threads: prepared.threads,
         levels: Vec::new(),
         pooling: None,
+        memory: None,
     }
 }

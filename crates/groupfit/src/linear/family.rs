@@ -9,7 +9,9 @@ use crate::data::onehot::{self, Cap, OneHotPlan, PlanInput};
 use crate::data::Task;
 use crate::error::Result;
 use crate::exec::{Explain, PassProgress};
-use crate::family::{fit_parts, Family, FamilyFit, ShardNeeds, TrainData, UnitFit};
+use crate::family::{
+    fit_parts, Family, FamilyFit, MemoryShape, MemoryTerm, ShardNeeds, TrainData, UnitFit,
+};
 use crate::plan::LoadShape;
 use crate::tune::{Builder, ConfigEntry};
 
@@ -136,6 +138,45 @@ impl Family for Linear {
         }
     }
 
+    fn memory(&self, shape: &MemoryShape<'_>, points: &[ConfigEntry]) -> Result<Vec<MemoryTerm>> {
+        let configs = configs(points)?;
+        let d = shape.features as u64;
+        let dp = shape.features.next_multiple_of(4) as u64;
+        // A group's blocks: full ones of BLOCK rows, the last one's rows
+        // rounded up to LANES.
+        let padded = |n: usize| {
+            use crate::data::layout::{BLOCK, LANES};
+            (n / BLOCK * BLOCK + (n % BLOCK).next_multiple_of(LANES)) as u64
+        };
+        let mut slots: u64 = shape.group_rows.iter().map(|&n| padded(n)).sum();
+        let mut rows: u64 = shape.group_rows.iter().sum::<usize>() as u64;
+        if shape.global {
+            slots += padded(shape.train_rows);
+            rows += shape.train_rows as u64;
+        }
+        let units = (shape.group_rows.len() + usize::from(shape.global)) * configs.len();
+        Ok(vec![
+            // `f32` features, `f64` targets, and while it is built each
+            // training row's source (`u32`).
+            MemoryTerm {
+                name: "layout",
+                bytes: 4 * slots * dp + 8 * rows + 4 * shape.train_rows as u64,
+            },
+            // Each group's mean and scale per feature (`f64`) and penalties.
+            MemoryTerm {
+                name: "statistics",
+                bytes: 24 * (shape.groups as u64 + 1) * d,
+            },
+            // Weights, the accepted point and the direction; per thread, a
+            // Hessian per unit of a group.
+            MemoryTerm {
+                name: "units",
+                bytes: units as u64 * (64 + 24 * (d + 1))
+                    + shape.threads as u64 * configs.len() as u64 * 8 * (dp + 1) * (dp + 2),
+            },
+        ])
+    }
+
     fn check(&self, points: &[ConfigEntry]) -> Result<()> {
         configs(points).map(|_| ())
     }
@@ -183,5 +224,31 @@ mod tests {
         let grid = |s: &str| Grid::parse(&[s.to_string()], &NoWords).unwrap().points();
         assert_eq!(configs(&grid("max_iter=5,6,7")).unwrap()[1].max_iter(), 6);
         assert!(configs(&grid("C=-1")).is_err());
+    }
+
+    fn grid_points(spec: &str) -> Vec<ConfigEntry> {
+        Grid::parse(&[spec.to_string()], &NoWords).unwrap().points()
+    }
+
+    #[test]
+    fn memory_counts_padded_blocks_of_every_group_and_the_global_copy() {
+        // Groups of 300 and 10 rows, 5 features (4 stored as 8), the global
+        // copy of all 310: blocks padded to 256 + 48, 16 and 256 + 64 rows.
+        let shape = MemoryShape {
+            group_rows: &[300, 10],
+            train_rows: 310,
+            valid_rows: 0,
+            features: 5,
+            groups: 2,
+            global: true,
+            threads: 1,
+        };
+        let terms = Linear.memory(&shape, &grid_points("C=1")).unwrap();
+        let bytes = |name| terms.iter().find(|t| t.name == name).unwrap().bytes;
+        // 4 * 640 * 8 (x) + 8 * 620 (y) + 4 * 310 (sources)
+        assert_eq!(bytes("layout"), 20_480 + 4_960 + 1_240);
+        assert_eq!(bytes("statistics"), 24 * 3 * 5);
+        // 3 units of 64 + 24 * 6 bytes; one thread's Hessian of 9 x 10.
+        assert_eq!(bytes("units"), 3 * 208 + 8 * 9 * 10);
     }
 }

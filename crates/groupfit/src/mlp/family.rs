@@ -3,12 +3,14 @@
 
 use super::grouped::{fit_grouped, group_stream, FitOptions, MlpData, MlpInput, MlpPass};
 use super::model::MlpModel;
-use super::params::{display_param, encode_param, word_form, MlpConfig, MlpParams};
+use super::params::{display_param, encode_param, word_form, MlpConfig, MlpParams, Optimizer};
 use crate::data::onehot::{self, Cap, OneHotPlan, PlanInput};
 use crate::data::Task;
 use crate::error::{GroupfitError, Result};
 use crate::exec::{explain, Explain, PassProgress};
-use crate::family::{fit_parts, Family, FamilyFit, ShardNeeds, TrainData, UnitFit};
+use crate::family::{
+    fit_parts, Family, FamilyFit, MemoryShape, MemoryTerm, ShardNeeds, TrainData, UnitFit,
+};
 use crate::plan::LoadShape;
 use crate::tune::{Builder, ConfigEntry, ParamWords};
 
@@ -125,6 +127,44 @@ impl Family for Mlp {
             global_rows: true,
             global_in_table_order: true,
         }
+    }
+
+    fn memory(&self, shape: &MemoryShape<'_>, points: &[ConfigEntry]) -> Result<Vec<MemoryTerm>> {
+        let configs = configs(points)?;
+        let d = shape.features;
+        // The layout's rows: the fitted groups', then every row again for
+        // the global model.
+        let rows = (shape.group_rows.iter().sum::<usize>()
+            + if shape.global { shape.train_rows } else { 0 }) as u64;
+        let units = (shape.group_rows.len() + usize::from(shape.global)) as u64;
+        let params: u64 = configs.iter().map(|c| c.n_params(d) as u64).sum();
+        let adam: u64 = configs
+            .iter()
+            .filter(|c| c.optimizer() == Optimizer::Adam)
+            .map(|c| c.n_params(d) as u64)
+            .sum();
+        Ok(vec![
+            // `f32` features and target, and each row's table row.
+            MemoryTerm {
+                name: "layout",
+                bytes: rows * (4 * d as u64 + 4 + 4),
+            },
+            // Every unit's shuffled row order (`u32`), made up front.
+            MemoryTerm {
+                name: "shuffles",
+                bytes: rows * 4 * configs.len() as u64,
+            },
+            // Weights (`f32`), and Adam's two moments.
+            MemoryTerm {
+                name: "weights",
+                bytes: units * 4 * (params + 2 * adam),
+            },
+            // Each group's mean and scale per feature (`f64`).
+            MemoryTerm {
+                name: "statistics",
+                bytes: 16 * (shape.groups as u64 + 1) * d as u64,
+            },
+        ])
     }
 
     fn words(&self) -> &dyn ParamWords {
