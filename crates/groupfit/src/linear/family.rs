@@ -167,12 +167,17 @@ impl Family for Linear {
                 name: "statistics",
                 bytes: 24 * (shape.groups as u64 + 1) * d,
             },
-            // Weights, the accepted point and the direction; per thread, a
-            // Hessian per unit of a group.
+            // Weights, the accepted point and the direction; per thread,
+            // the Newton solve's two batched `p x p` systems (`[f64; 4]`),
+            // a block's `f32` cross products, and the statistics (a
+            // Hessian) of each config of the group it scans.
             MemoryTerm {
                 name: "units",
                 bytes: units as u64 * (64 + 24 * (d + 1))
-                    + shape.threads as u64 * configs.len() as u64 * 8 * (dp + 1) * (dp + 2),
+                    + shape.threads as u64
+                        * (64 * (d + 1) * (d + 1)
+                            + 4 * dp * dp
+                            + 8 * configs.len() as u64 * (d + 1) * (d + 2)),
             },
         ])
     }
@@ -248,7 +253,8 @@ mod tests {
         // 4 * 640 * 8 (x) + 8 * 620 (y) + 4 * 310 (sources)
         assert_eq!(bytes("layout"), 20_480 + 4_960 + 1_240);
         assert_eq!(bytes("statistics"), 24 * 3 * 5);
-        // 3 units of 64 + 24 * 6 bytes; one thread's Hessian of 9 x 10.
-        assert_eq!(bytes("units"), 3 * 208 + 8 * 9 * 10);
+        // 3 units of 64 + 24 * 6 bytes; one thread's two 6 x 6 systems of
+        // 4 lanes, 8 x 8 cross products and one config's 6 x 7 statistics.
+        assert_eq!(bytes("units"), 3 * 208 + 64 * 36 + 4 * 64 + 8 * 42);
     }
 }
