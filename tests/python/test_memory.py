@@ -134,3 +134,19 @@ def test_python_raises_memory_limit_error(bench):
     assert memory["limit"] == {"bytes": 8 << 30, "source": "--max-memory"}
     assert 0 < memory["estimate"]["bytes"] < 8 << 30
     assert gf.explain(table.slice(0, 50_000), by="group", target="label", max_memory="1M")
+
+
+def test_explain_shows_the_estimate_train_checks(bench):
+    args = ["--data", bench / "train.parquet", "--valid", bench / "valid.parquet",
+            "--by", "group", "--target", "label", "--model", "mlp", "--param", "epochs=1"]
+    code, out, err = run("explain", *args, "--json", "--max-memory", "100M")
+    assert code == 0, err
+    planned = json.loads(out)
+    assert planned["memory_limit"] == {"bytes": 100 << 20, "source": "--max-memory"}
+    code, out, err = train(bench, "--model", "mlp", "--param", "epochs=1")
+    assert code == 0, err
+    assert planned["memory"] == json.loads(out)["memory"]["estimate"]
+    code, out, _ = run("explain", *args, "--max-memory", "100M")
+    line = next(l for l in out.splitlines() if l.startswith("memory: "))
+    assert line.startswith("memory: training needs about ") and "layout" in line
+    assert line.endswith("over the limit of 100 MB (--max-memory)")

@@ -64,6 +64,7 @@ fn print_job_and_costs(e: &ExplainOutput) {
             n.source
         ));
     }
+    emit(&memory_line(e));
     if let Some(b) = &c.by_size {
         let at: Vec<String> = b
             .points
@@ -75,6 +76,36 @@ fn print_job_and_costs(e: &ExplainOutput) {
             at.join(", ")
         ));
     }
+}
+
+/// Training's estimated peak memory, its largest parts, and the limit
+/// `train` would check it against.
+fn memory_line(e: &ExplainOutput) -> String {
+    use groupfit::util::mem::show_size;
+    let parts: Vec<String> = e
+        .memory
+        .parts
+        .iter()
+        .take(3)
+        .map(|(n, b)| format!("{n} {}", show_size(*b)))
+        .collect();
+    let limit = e.memory_limit.as_ref().map_or_else(String::new, |l| {
+        let verdict = if e.memory.bytes > l.bytes {
+            "over"
+        } else {
+            "within"
+        };
+        format!(
+            "; {verdict} the limit of {} ({})",
+            show_size(l.bytes),
+            l.source
+        )
+    });
+    format!(
+        "memory: training needs about {} ({}){limit}",
+        show_size(e.memory.bytes),
+        parts.join(", ")
+    )
 }
 
 /// Where the stage and combine constants came from.

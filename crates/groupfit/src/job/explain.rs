@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::arguments::check_arguments;
 use super::arguments::TrainSpec;
 use super::input::read_files;
+use super::memory::{MemoryEstimate, MemoryLimit};
 use super::prepare::{prepare, Job, Prepared};
 use crate::data::keys::display_key;
 use crate::data::Task;
@@ -123,6 +124,10 @@ pub struct ExplainOutput {
     /// Whether the estimates cover the rest of the run (a family that
     /// knows its units' steps left, the MLP) rather than the first pass.
     pub whole_run: bool,
+    /// Training's estimated peak memory (this process's, as `train` checks it).
+    pub memory: MemoryEstimate,
+    /// What `train` would check it against (`None`: not known here).
+    pub memory_limit: Option<MemoryLimit>,
 }
 
 /// The network a plan of remote workers is priced with.
@@ -234,6 +239,8 @@ impl ExplainOutput {
             network: None,
             auto: plan.auto.name().to_string(),
             whole_run: plan.whole_run,
+            memory: prepared.memory.clone(),
+            memory_limit: super::memory::limit(prepared.spec),
             calibration: Calibration {
                 date: plan.machine.date.clone(),
                 cpu: plan.machine.cpu.clone(),
