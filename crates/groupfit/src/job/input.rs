@@ -136,10 +136,18 @@ pub(super) fn read_files(
     };
     let mut batch = read_table(path, first, threads)?;
     let groups = encode_groups(spec, &batch)?;
-    let valid_rows = match &spec.valid {
-        Some(valid_path) if !is_csv(valid_path) => parquet_rows(valid_path)?,
-        Some(valid_path) => read_table(valid_path, &wanted[..1], 1)?.num_rows(),
-        None => 0,
+    // A CSV validation file is read now, for its row count.
+    let mut valid = match &spec.valid {
+        Some(valid_path) if is_csv(valid_path) => Some(Table {
+            batch: read_table(valid_path, &wanted, threads)?,
+            path: valid_path.clone(),
+        }),
+        _ => None,
+    };
+    let valid_rows = match (&spec.valid, &valid) {
+        (_, Some(table)) => table.batch.num_rows(),
+        (Some(valid_path), None) => parquet_rows(valid_path)?,
+        (None, None) => 0,
     };
     let feature_bytes = |schema: &Schema, held: bool| {
         feature_row_bytes(schema, &plan.features, &plan.declared, held)
@@ -155,7 +163,7 @@ pub(super) fn read_files(
         },
         valid_row_bytes: valid_schema
             .as_deref()
-            .map_or(0, |s| feature_bytes(s, false)),
+            .map_or(0, |s| feature_bytes(s, valid.is_some())),
         keys_bytes: batch.get_array_memory_size() as u64,
     };
     let memory = estimate(
@@ -171,13 +179,12 @@ pub(super) fn read_files(
         let features = read_table(path, &wanted[head..], threads)?;
         batch = join_columns(&batch, &features, path)?;
     }
-    let valid = match &spec.valid {
-        Some(valid_path) => Some(Table {
+    if let (Some(valid_path), None) = (&spec.valid, &valid) {
+        valid = Some(Table {
             batch: read_table(valid_path, &wanted, threads)?,
             path: valid_path.clone(),
-        }),
-        None => None,
-    };
+        });
+    }
     Ok(Tables {
         plan,
         train: Table {
