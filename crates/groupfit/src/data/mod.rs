@@ -101,26 +101,27 @@ impl Task {
     }
 }
 
+/// A reader of a Parquet file, its footer read.
+fn parquet_footer(path: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>> {
+    let file = File::open(path).map_err(|e| GroupfitError::io("read", path, e))?;
+    ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| GroupfitError::Parquet {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })
+}
+
 /// The schema of a Parquet file, without reading its data.
 pub fn parquet_schema(path: &Path) -> Result<Arc<Schema>> {
-    let file = File::open(path).map_err(|e| GroupfitError::io("read", path, e))?;
-    let builder =
-        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| GroupfitError::Parquet {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })?;
-    Ok(builder.schema().clone())
+    Ok(parquet_footer(path)?.schema().clone())
 }
 
 /// The row count of a Parquet file's footer, without reading its data.
 pub fn parquet_rows(path: &Path) -> Result<usize> {
-    let file = File::open(path).map_err(|e| GroupfitError::io("read", path, e))?;
-    let builder =
-        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| GroupfitError::Parquet {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })?;
-    Ok(builder.metadata().file_metadata().num_rows().max(0) as usize)
+    Ok(parquet_footer(path)?
+        .metadata()
+        .file_metadata()
+        .num_rows()
+        .max(0) as usize)
 }
 
 /// Reads the named columns of a Parquet file into one record batch, in the
@@ -296,8 +297,7 @@ fn read_projected(path: &Path, columns: &[String], rows: Option<&[u32]>) -> Resu
         path: path.display().to_string(),
         reason: e.to_string(),
     };
-    let file = File::open(path).map_err(|e| GroupfitError::io("read", path, e))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| pq_err(&e))?;
+    let builder = parquet_footer(path)?;
     let schema = builder.schema().clone();
     let indices: Vec<usize> = columns
         .iter()

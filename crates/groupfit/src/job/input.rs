@@ -166,15 +166,7 @@ pub(super) fn read_files(
             .map_or(0, |s| feature_bytes(s, valid.is_some())),
         keys_bytes: batch.get_array_memory_size() as u64,
     };
-    let memory = estimate(
-        spec,
-        family,
-        grid,
-        input,
-        &groups.row_keys,
-        groups.encoder.len(),
-    )?;
-    check(spec, &memory, limit)?;
+    let memory = checked_estimate(spec, family, grid, limit, input, &groups)?;
     if features_read && !csv {
         let features = read_table(path, &wanted[head..], threads)?;
         batch = join_columns(&batch, &features, path)?;
@@ -239,15 +231,7 @@ pub(super) fn from_batches(
         valid_row_bytes: valid.as_ref().map_or(0, |v| held(&v.batch)),
         keys_bytes: 0,
     };
-    let memory = estimate(
-        spec,
-        family,
-        grid,
-        input,
-        &groups.row_keys,
-        groups.encoder.len(),
-    )?;
-    check(spec, &memory, limit)?;
+    let memory = checked_estimate(spec, family, grid, limit, input, &groups)?;
     Ok(Tables {
         plan,
         train: Table {
@@ -259,6 +243,27 @@ pub(super) fn from_batches(
         groups: Some(groups),
         memory,
     })
+}
+
+/// The job's estimated peak memory, checked against `limit`.
+fn checked_estimate(
+    spec: &TrainSpec,
+    family: &dyn AnyFamily,
+    grid: &[ConfigEntry],
+    limit: Option<&MemoryLimit>,
+    input: InputMemory,
+    groups: &EncodedGroups,
+) -> Result<MemoryEstimate> {
+    let memory = estimate(
+        spec,
+        family,
+        grid,
+        input,
+        &groups.row_keys,
+        groups.encoder.len(),
+    )?;
+    check(spec, &memory, limit)?;
+    Ok(memory)
 }
 
 /// Every row's key id, from the key columns (the first `spec.by.len()`) of `batch`.

@@ -18,14 +18,18 @@ pub fn release_freed() {
 /// where `/proc/self/status` cannot be read.
 pub fn peak_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line["VmHWM:".len()..]
+    kib_field(&status, "VmHWM:").map(|kib| kib * 1024)
+}
+
+/// The value of the `NAME:  123 kB` line of a `/proc` text, in KiB.
+pub fn kib_field(text: &str, name: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(name))?;
+    line[name.len()..]
         .trim()
         .trim_end_matches("kB")
         .trim()
         .parse()
-        .ok()?;
-    Some(kib * 1024)
+        .ok()
 }
 
 /// Memory a new job may use, in bytes, and where the figure comes from:
@@ -46,14 +50,7 @@ pub fn available() -> Option<(u64, &'static str)> {
 
 /// `MemAvailable` of a `/proc/meminfo` text, in bytes.
 fn mem_available(meminfo: &str) -> Option<u64> {
-    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line["MemAvailable:".len()..]
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kib * 1024)
+    kib_field(meminfo, "MemAvailable:").map(|kib| kib * 1024)
 }
 
 /// The control group's limit less its usage (`None`: no limit).

@@ -12,16 +12,7 @@ pub fn trace() -> bool {
 /// `VmHWM` of `/proc/self/status`); `None` where that file is not there.
 pub fn memory_mib() -> Option<(u64, u64)> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let field = |name: &str| -> Option<u64> {
-        let line = status.lines().find(|l| l.starts_with(name))?;
-        let kib: u64 = line[name.len()..]
-            .trim()
-            .trim_end_matches("kB")
-            .trim()
-            .parse()
-            .ok()?;
-        Some(kib / 1024)
-    };
+    let field = |name: &str| super::mem::kib_field(&status, name).map(|kib| kib / 1024);
     Some((field("VmRSS:")?, field("VmHWM:")?))
 }
 
