@@ -222,6 +222,15 @@ pub struct MemoryShape<'a> {
     pub threads: usize,
 }
 
+impl MemoryShape<'_> {
+    /// The training rows of each model fitted: the groups', then, with the
+    /// global model, every row again (a family's layout holds them so).
+    pub fn model_rows(&self) -> impl Iterator<Item = usize> + '_ {
+        let global = self.global.then_some(self.train_rows);
+        self.group_rows.iter().copied().chain(global)
+    }
+}
+
 /// One named part of a memory estimate, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct MemoryTerm {

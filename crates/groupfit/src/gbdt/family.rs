@@ -49,20 +49,17 @@ impl Family for Gbdt {
     fn memory(&self, shape: &MemoryShape<'_>, points: &[ConfigEntry]) -> Result<Vec<MemoryTerm>> {
         let configs = configs(points)?;
         let d = shape.features as u64;
-        let global = |n: usize| if shape.global { n } else { 0 };
-        // The rows binned: the fitted groups', then every row again for the
-        // global model; and as many validation rows.
-        let n = (shape.group_rows.iter().sum::<usize>() + global(shape.train_rows)) as u64;
-        let v = (shape.valid_rows + global(shape.valid_rows)) as u64;
+        // The rows binned, and as many validation rows (the global model's
+        // copy included).
+        let n = shape.model_rows().sum::<usize>() as u64;
+        let v = (shape.valid_rows * (1 + usize::from(shape.global))) as u64;
         let term = |name, bytes| MemoryTerm { name, bytes };
-        let global_rows = shape.global.then_some(shape.train_rows);
-        let all_rows = || shape.group_rows.iter().copied().chain(global_rows);
-        let first = configs.first();
-        let max_bin = first.map_or(255, |c| c.max_bin()) as usize;
-        let per_bin = first.map_or(3, |c| c.min_data_in_bin().max(1)) as usize;
+        let max_bin = configs.iter().map(|c| c.max_bin()).max().unwrap_or(255) as usize;
+        let per_bin = configs.first().map_or(3, |c| c.min_data_in_bin().max(1)) as usize;
         // One mapper per (model, feature): its bins' upper bounds (`f64`),
         // a power of two of them.
-        let mappers: u64 = all_rows()
+        let mappers: u64 = shape
+            .model_rows()
             .map(|n| 64 + 8 * (n / per_bin).clamp(1, max_bin + 1).next_power_of_two() as u64)
             .sum::<u64>()
             * d;
@@ -82,7 +79,8 @@ impl Family for Gbdt {
             .iter()
             .map(|c| {
                 let leaf_rows = 2 * c.min_data_in_leaf().max(1) as usize;
-                all_rows()
+                shape
+                    .model_rows()
                     .map(|n| {
                         let leaves = (n / leaf_rows).clamp(1, c.num_leaves() as usize) as u64;
                         1_024 + u64::from(c.rounds()) * (64 + 48 * leaves)
@@ -91,9 +89,8 @@ impl Family for Gbdt {
             })
             .sum();
         let widest = configs.iter().map(|c| c.num_leaves()).max().unwrap_or(31) as u64;
-        let bins = configs.iter().map(|c| c.max_bin()).max().unwrap_or(255) as u64 + 1;
-        let largest = shape.group_rows.iter().max().copied().unwrap_or(0);
-        let largest = largest.max(global(shape.train_rows)) as u64;
+        let bins = max_bin as u64 + 1;
+        let largest = shape.model_rows().max().unwrap_or(0) as u64;
         let histograms = shape.threads as u64 * (16 * bins * d * (widest + 2) + 4 * largest);
         Ok(if binning > layout + boosters + trees + histograms {
             vec![term("binning", binning)]

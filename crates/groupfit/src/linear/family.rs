@@ -148,13 +148,9 @@ impl Family for Linear {
             use crate::data::layout::{BLOCK, LANES};
             (n / BLOCK * BLOCK + (n % BLOCK).next_multiple_of(LANES)) as u64
         };
-        let mut slots: u64 = shape.group_rows.iter().map(|&n| padded(n)).sum();
-        let mut rows: u64 = shape.group_rows.iter().sum::<usize>() as u64;
-        if shape.global {
-            slots += padded(shape.train_rows);
-            rows += shape.train_rows as u64;
-        }
-        let units = (shape.group_rows.len() + usize::from(shape.global)) * configs.len();
+        let slots: u64 = shape.model_rows().map(padded).sum();
+        let rows = shape.model_rows().sum::<usize>() as u64;
+        let units = shape.model_rows().count() * configs.len();
         Ok(vec![
             // `f32` features, `f64` targets, and while it is built each
             // training row's source (`u32`).

@@ -132,11 +132,8 @@ impl Family for Mlp {
     fn memory(&self, shape: &MemoryShape<'_>, points: &[ConfigEntry]) -> Result<Vec<MemoryTerm>> {
         let configs = configs(points)?;
         let d = shape.features;
-        // The layout's rows: the fitted groups', then every row again for
-        // the global model.
-        let rows = (shape.group_rows.iter().sum::<usize>()
-            + if shape.global { shape.train_rows } else { 0 }) as u64;
-        let units = (shape.group_rows.len() + usize::from(shape.global)) as u64;
+        let rows = shape.model_rows().sum::<usize>() as u64;
+        let units = shape.model_rows().count() as u64;
         let params: u64 = configs.iter().map(|c| c.n_params(d) as u64).sum();
         let adam: u64 = configs
             .iter()
