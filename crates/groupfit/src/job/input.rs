@@ -281,14 +281,13 @@ fn feature_row_bytes(schema: &Schema, names: &[String], declared: &[Declared], h
     names
         .iter()
         .zip(declared)
-        .map(|(name, d)| {
-            let dtype = schema.field_with_name(name).map(|f| f.data_type().clone());
-            match (d, dtype) {
+        .map(
+            |(name, d)| match (d, schema.field_with_name(name).map(|f| f.data_type())) {
                 (Declared::Numeric, Ok(DataType::Float32)) => u64::from(!held) * 4,
                 (Declared::Numeric, Ok(DataType::Float64)) => u64::from(!held) * 8,
                 _ => 8,
-            }
-        })
+            },
+        )
         .sum()
 }
 
