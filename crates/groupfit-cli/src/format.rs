@@ -4,17 +4,7 @@ use groupfit::data::Task;
 use groupfit::store::Scores;
 
 /// `1234567` as `1,234,567`.
-pub fn fmt_int(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use groupfit::util::text::thousands as fmt_int;
 
 /// A byte count in B, KiB, MiB or GiB.
 pub fn fmt_bytes(b: usize) -> String {
@@ -28,16 +18,10 @@ pub fn fmt_bytes(b: usize) -> String {
 
 /// The selection metric's name.
 pub fn metric_name(task: Task) -> &'static str {
-    match task {
-        Task::Binary => "log-loss",
-        Task::Regression => "RMSE",
-    }
+    task.metric_name()
 }
 
 /// The selection metric of `s`, if scored.
 pub fn primary(task: Task, s: &Scores) -> Option<f64> {
-    match task {
-        Task::Binary => s.logloss,
-        Task::Regression => s.rmse,
-    }
+    s.primary(task)
 }

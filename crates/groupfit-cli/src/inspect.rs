@@ -172,6 +172,8 @@ fn group_json(b: &ModelBundle, g: &GroupEntry) -> serde_json::Value {
         "valid_by_config": g.valid_by_config,
         "fallback": g.fallback,
         "iterations": g.iterations,
+        "valid_global": g.valid_global,
+        "train_s": g.train_s,
         "model": g.model.as_ref().map(FittedModel::to_json),
     });
     if let Some(imp) = importance(&b.features, g.model.as_ref()) {

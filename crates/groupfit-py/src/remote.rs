@@ -656,6 +656,7 @@ impl RemoteFamily {
             passes: 0,
             passes_s: 0.0,
             cut_groups: 0,
+            group_s: Vec::new(),
         };
         let mut family_impute = Vec::new();
         for ((spec, ..), bytes) in shards.iter().zip(&results) {
@@ -775,6 +776,7 @@ impl Family for RemoteFamily {
                 passes,
                 passes_s,
                 cut_groups,
+                group_s: Vec::new(),
             },
         })
     }

@@ -20,7 +20,7 @@ const VALID_TABLE: &str = "<valid table>";
 
 /// The option names `train` and `explain` take besides the data, keys and
 /// target: the CLI's `train` options.
-const OPTIONS: [&str; 16] = [
+const OPTIONS: [&str; 17] = [
     "valid",
     "valid_fraction",
     "features",
@@ -37,6 +37,7 @@ const OPTIONS: [&str; 16] = [
     "hierarchy",
     "shrinkage",
     "max_memory",
+    "command",
 ];
 
 /// `max_memory`: bytes, or a size as people write it (`"4G"`).
@@ -147,6 +148,7 @@ impl PyJob {
             hierarchy: option(o, "hierarchy", false)?,
             shrinkage,
             max_memory: max_memory.map(Size::bytes).transpose()?,
+            command: option(o, "command", None)?,
             ..TrainSpec::new(label(&train, TABLE), by, target)
         };
         Ok(PyJob { spec, train, valid })

@@ -80,6 +80,15 @@ impl Task {
         }
     }
 
+    /// The name of the metric groupfit selects configs by: `log-loss`
+    /// (binary) or `RMSE` (regression).
+    pub fn metric_name(self) -> &'static str {
+        match self {
+            Task::Binary => "log-loss",
+            Task::Regression => "RMSE",
+        }
+    }
+
     /// A model's output from its margin: the probability of class 1
     /// (binary, the sigmoid of the log-odds) or the value (regression).
     pub fn link(self, margin: f64) -> f64 {

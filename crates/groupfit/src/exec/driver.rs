@@ -7,8 +7,9 @@
 //! nested pools.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, RwLock};
+use std::time::Instant;
 
 use super::barrier::SpinBarrier;
 use super::calibrate;
@@ -41,6 +42,9 @@ pub struct RunReport {
     /// The most groups any plan of the run cut into pieces on two or more
     /// workers (0: every group was scanned whole by one worker).
     pub cut_groups: usize,
+    /// Per group, the thread-seconds its scans and updates took (empty
+    /// when not measured: a remote run).
+    pub group_s: Vec<f64>,
 }
 
 /// Runs passes until every unit is inactive (or `max_passes`).
@@ -68,7 +72,7 @@ pub fn run_passes<F: PartialStep>(
     let mut passes_s = 0.0;
     // The workers live for the whole run: the calling thread is worker 0,
     // the others wait at `start` between passes (see `Workers`).
-    let ctl = Workers::new(workers);
+    let ctl = Workers::new(workers, groups.len());
     std::thread::scope(|scope| {
         for w in 1..workers {
             let (ctl, groups) = (&ctl, &groups);
@@ -88,7 +92,7 @@ pub fn run_passes<F: PartialStep>(
                 ctl.set_plan(planner.next_plan(family, &groups, rows, &live));
                 replan = false;
             }
-            let t = std::time::Instant::now();
+            let t = Instant::now();
             ctl.run_pass(family, &groups, &mut scratch, max_passes - pass);
             passes_s += t.elapsed().as_secs_f64();
             pass += 1;
@@ -116,6 +120,7 @@ pub fn run_passes<F: PartialStep>(
         passes: pass,
         passes_s,
         cut_groups: planner.cut_groups,
+        group_s: ctl.clock.seconds(),
     };
     (
         groups
@@ -290,6 +295,29 @@ struct Partial {
     stats: Vec<(usize, Vec<f64>)>,
 }
 
+/// Per group, the nanoseconds its scans and updates took, summed over the
+/// workers: two clock reads per group and step.
+struct GroupClock(Vec<AtomicU64>);
+
+impl GroupClock {
+    fn new(groups: usize) -> Self {
+        GroupClock((0..groups).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    /// Adds the time since `since` to group `g`.
+    fn add(&self, g: usize, since: Instant) {
+        self.0[g].fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// Per group, seconds.
+    fn seconds(&self) -> Vec<f64> {
+        self.0
+            .iter()
+            .map(|ns| ns.load(Ordering::Relaxed) as f64 * 1e-9)
+            .collect()
+    }
+}
+
 /// The pass driver's worker threads, alive for a whole [`run_passes`]: a
 /// pass costs two barrier waits instead of spawning threads (an MLP run takes
 /// thousands of short passes), and each worker keeps its scratch buffers.
@@ -314,10 +342,12 @@ struct Workers {
     stage: SpinBarrier,
     shared: Mutex<Vec<Partial>>,
     panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
+    /// Time per group.
+    clock: GroupClock,
 }
 
 impl Workers {
-    fn new(workers: usize) -> Self {
+    fn new(workers: usize, groups: usize) -> Self {
         Workers {
             workers,
             start: SpinBarrier::new(workers),
@@ -328,6 +358,7 @@ impl Workers {
             stage: SpinBarrier::new(workers),
             shared: Mutex::new(Vec::new()),
             panic: Mutex::new(None),
+            clock: GroupClock::new(groups),
         }
     }
 
@@ -355,8 +386,8 @@ impl Workers {
         if self.workers == 1 || plan.single_worker() {
             for stage in &plan.stages {
                 if let Some(shards) = stage.iter().find(|w| !w.is_empty()) {
-                    let partials = scan_shards(family, groups, shards, scratch, steps);
-                    reduce_and_apply(family, groups, partials, scratch);
+                    let partials = scan_shards(family, groups, shards, scratch, steps, &self.clock);
+                    reduce_and_apply(family, groups, partials, scratch, &self.clock);
                 }
             }
             return;
@@ -390,7 +421,7 @@ impl Workers {
         for (i, stage) in plan.stages.iter().enumerate() {
             caught(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
                 || {
-                    let mine = scan_shards(family, groups, &stage[w], scratch, steps);
+                    let mine = scan_shards(family, groups, &stage[w], scratch, steps, &self.clock);
                     if !mine.is_empty() {
                         self.shared.lock().unwrap().extend(mine);
                     }
@@ -411,6 +442,7 @@ impl Workers {
                             scratch,
                             &self.finished,
                             target,
+                            &self.clock,
                         );
                     },
                 )));
@@ -419,7 +451,7 @@ impl Workers {
                 caught(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
                     || {
                         let partials = std::mem::take(&mut *self.shared.lock().unwrap());
-                        reduce_and_apply(family, groups, partials, scratch);
+                        reduce_and_apply(family, groups, partials, scratch, &self.clock);
                     },
                 )));
             }
@@ -470,6 +502,7 @@ fn scan_shards<F: PartialStep>(
     shards: &[crate::plan::Shard],
     scratch: &mut F::Scratch,
     steps: usize,
+    clock: &GroupClock,
 ) -> Vec<Partial> {
     let len = family.stats_len();
     let mut buf: Vec<f64> = Vec::new();
@@ -477,12 +510,15 @@ fn scan_shards<F: PartialStep>(
     let mut partials = Vec::new();
     for s in shards {
         if s.whole {
+            let t = Instant::now();
             for _ in 0..steps {
                 if !step_whole(family, groups, s, scratch, &mut buf, &mut ks) {
                     break;
                 }
             }
+            clock.add(s.group, t);
         } else {
+            let t = Instant::now();
             let units = groups[s.group].read().unwrap();
             let active = active_units(family, &units);
             if active.is_empty() {
@@ -499,6 +535,7 @@ fn scan_shards<F: PartialStep>(
                     .map(|(i, (k, _))| (*k, out[i * len..(i + 1) * len].to_vec()))
                     .collect(),
             });
+            clock.add(s.group, t);
         }
     }
     partials
@@ -543,6 +580,7 @@ fn step_while_others_work<F: PartialStep>(
     scratch: &mut F::Scratch,
     finished: &AtomicUsize,
     target: usize,
+    clock: &GroupClock,
 ) {
     let mut buf: Vec<f64> = Vec::new();
     let mut ks: Vec<usize> = Vec::new();
@@ -552,7 +590,9 @@ fn step_while_others_work<F: PartialStep>(
             if finished.load(Ordering::Acquire) >= target {
                 break 'outer;
             }
+            let t = Instant::now();
             any |= step_whole(family, groups, s, scratch, &mut buf, &mut ks);
+            clock.add(s.group, t);
         }
         if !any {
             break;
@@ -566,10 +606,12 @@ fn reduce_and_apply<F: PartialStep>(
     groups: &[RwLock<Vec<F::Unit>>],
     mut partials: Vec<Partial>,
     scratch: &mut F::Scratch,
+    clock: &GroupClock,
 ) {
     partials.sort_by_key(|p| (p.group, p.start));
     let mut i = 0;
     while i < partials.len() {
+        let t = Instant::now();
         let g = partials[i].group;
         let mut j = i + 1;
         while j < partials.len() && partials[j].group == g {
@@ -588,6 +630,7 @@ fn reduce_and_apply<F: PartialStep>(
         }
         let mut units = groups[g].write().unwrap();
         family.apply_group(g, &mut units, &ks, &mut stats, scratch);
+        clock.add(g, t);
         i = j;
     }
 }

@@ -861,6 +861,7 @@ impl<'a> GroupedFit<'a> {
                 passes: 0,
                 passes_s: 0.0,
                 cut_groups: 0,
+                group_s: vec![0.0; n_all],
             },
             strategy_rows: 0,
             bin_s: 0.0,
@@ -957,6 +958,7 @@ impl<'a> GroupedFit<'a> {
         }
         for (i, us) in units.into_iter().enumerate() {
             let g = family.owner[i];
+            self.report.group_s[g] += r.group_s[i];
             let view = layout.view(g);
             let b = us.into_iter().next().unwrap().into_inner().unwrap();
             self.out[g][config_of[i]] = Some(FittedBooster {

@@ -63,6 +63,9 @@ pub struct TrainSpec {
     /// `--max-memory`: the most memory the job may use, in bytes; `None`:
     /// what the machine has available (cgroup limit or `MemAvailable`).
     pub max_memory: Option<u64>,
+    /// How the job was asked for (the CLI's command line, the Python call),
+    /// kept in the summary for `report`; `None`: not recorded.
+    pub command: Option<String>,
 }
 
 impl TrainSpec {
@@ -88,6 +91,7 @@ impl TrainSpec {
             hierarchy: false,
             shrinkage: None,
             max_memory: None,
+            command: None,
         }
     }
 }

@@ -20,7 +20,12 @@ pub(super) fn assemble(
     mut fitted: Fitted,
     selection: Selection,
 ) -> TrainOutput {
-    let (groups, tally) = group_entries(prepared, &mut fitted.units, &selection);
+    let (groups, tally) = group_entries(
+        prepared,
+        &mut fitted.units,
+        &fitted.report.group_s,
+        &selection,
+    );
     let summary = summarise(prepared, &fitted, tally);
     let n_groups = prepared.n_groups();
     let spec = prepared.spec;
@@ -56,6 +61,7 @@ pub(super) fn assemble(
 pub(super) fn group_entries(
     prepared: &Prepared,
     units: &mut [Vec<UnitFit<FittedModel>>],
+    group_s: &[f64],
     selection: &Selection,
 ) -> (Vec<GroupEntry>, Tally) {
     let task = prepared.split.task;
@@ -111,6 +117,10 @@ pub(super) fn group_entries(
             valid: selected.scores.clone(),
             valid_by_config: selected.by_config.clone(),
             iterations,
+            valid_global: selected.global,
+            train_s: (route == Route::Own)
+                .then(|| group_s.get(group).copied())
+                .flatten(),
         });
     }
     let routes = &mut tally.routes;

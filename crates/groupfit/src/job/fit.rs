@@ -31,10 +31,18 @@ impl Fitted {
             .map(std::mem::take)
             .collect();
         units.push(self.units[root].clone());
+        let mut report = self.report.clone();
+        // Times in the level's group order, the root's last (none when not measured).
+        if let Some(times) = self.report.group_s.get(base..base + count) {
+            report.group_s = times.to_vec();
+            report
+                .group_s
+                .push(self.report.group_s.get(root).copied().unwrap_or(0.0));
+        }
         Fitted {
             units,
             impute: self.impute.clone(),
-            report: self.report.clone(),
+            report,
             not_converged: 0,
         }
     }

@@ -168,7 +168,8 @@ fn train_prepared(
             let owners = std::mem::replace(&mut prepared.owners, part.owners);
             let groups = std::mem::replace(&mut prepared.validation.groups, part.valid_groups);
             let selection = select::select(&prepared, &own, &global)?;
-            let (entries, _) = assemble::group_entries(&prepared, &mut own.units, &selection);
+            let (entries, _) =
+                assemble::group_entries(&prepared, &mut own.units, &own.report.group_s, &selection);
             let fitted_groups = prepared.owners.fit[..prepared.n_groups()]
                 .iter()
                 .filter(|&&f| f)

@@ -37,6 +37,8 @@ pub(super) struct GroupSelection {
     pub scores: Scores,
     /// The selection metric of every config (own models only).
     pub by_config: Vec<f64>,
+    /// The global model's selection metric on these rows (own models only).
+    pub global: Option<f64>,
 }
 
 impl Selection {
@@ -245,6 +247,12 @@ fn select_group(
     if range.is_empty() {
         return selection;
     }
+    let global_predictions = |k: usize| -> Vec<f64> {
+        matrix.order[range.clone()]
+            .iter()
+            .map(|&i| global.predictions[k][i as usize])
+            .collect()
+    };
     if !units.is_empty() {
         let predictions = matrix.predict_all(units, range.clone());
         selection.by_config = predictions
@@ -254,12 +262,11 @@ fn select_group(
         let k = argmin(&selection.by_config);
         selection.chosen = Some(k);
         selection.scores = score(task, target, &predictions[k]);
+        selection.global = global
+            .config
+            .map(|k| primary_only(task, target, &global_predictions(k)));
     } else if let Some(k) = global.config {
-        let predictions: Vec<f64> = matrix.order[range]
-            .iter()
-            .map(|&i| global.predictions[k][i as usize])
-            .collect();
-        selection.scores = score(task, target, &predictions);
+        selection.scores = score(task, target, &global_predictions(k));
     }
     selection
 }

@@ -118,6 +118,9 @@ pub struct Summary {
     /// it was checked against, and the peak.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemorySummary>,
+    /// How the job was asked for (see `TrainSpec::command`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
 }
 
 /// One level of a hierarchy in the summary.
@@ -223,5 +226,6 @@ pub(super) fn summarise(prepared: &Prepared, fitted: &Fitted, tally: Tally) -> S
         levels: Vec::new(),
         pooling: None,
         memory: None,
+        command: prepared.spec.command.clone(),
     }
 }

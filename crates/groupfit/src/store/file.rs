@@ -643,6 +643,8 @@ mod tests {
                         },
                         valid_by_config: vec![0.5, 1.0 / (i + 1) as f64],
                         iterations: i as u32,
+                        valid_global: (i % 3 != 0).then_some(0.25),
+                        train_s: Some(0.5 * i as f64),
                     })
                     .collect();
                 let mut section = Vec::new();

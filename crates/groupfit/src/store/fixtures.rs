@@ -34,6 +34,8 @@ pub fn entry(key: &[&str], n_train: usize, model: Option<FittedModel>) -> GroupE
         valid: Scores::default(),
         valid_by_config: Vec::new(),
         iterations: 0,
+        valid_global: None,
+        train_s: None,
     }
 }
 

@@ -7,7 +7,7 @@
 mod check;
 mod file;
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 mod pool;
 mod predict;
 
@@ -27,7 +27,7 @@ use crate::tune::ConfigEntry;
 use crate::codec as floats;
 
 /// The newest format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 8;
+pub const FORMAT_VERSION: u32 = 9;
 
 /// A fitted model of any family.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -129,6 +129,16 @@ pub struct Scores {
     pub rmse: Option<f64>,
 }
 
+impl Scores {
+    /// The selection metric, if scored: log-loss (binary) or RMSE.
+    pub fn primary(&self, task: Task) -> Option<f64> {
+        match task {
+            Task::Binary => self.logloss,
+            Task::Regression => self.rmse,
+        }
+    }
+}
+
 /// Which model serves a group's rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -182,6 +192,14 @@ pub struct GroupEntry {
     /// Newton iterations (or boosting rounds, epochs) the chosen model took.
     #[serde(default)]
     pub iterations: u32,
+    /// The global model's selection metric (log-loss or RMSE) on the
+    /// group's validation rows (format 9; own route with a global model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_global: Option<f64>,
+    /// Thread-seconds spent training the group's models, every config
+    /// (format 9; absent from a remote run's file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train_s: Option<f64>,
 }
 
 /// The global fallback model.

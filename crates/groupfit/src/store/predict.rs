@@ -143,6 +143,39 @@ impl ModelBundle {
     }
 }
 
+impl ModelBundle {
+    /// Every row's prediction by the global model (`None` without one):
+    /// what a group's rows would get from it, for comparisons such as
+    /// `report`'s gain over the global model. `path` names the input in errors.
+    pub fn predict_global(
+        &self,
+        features: &[ArrayRef],
+        path: &Path,
+        threads: usize,
+    ) -> Result<Option<Vec<f64>>> {
+        let Some(global) = &self.global else {
+            return Ok(None);
+        };
+        let mut cols = Vec::with_capacity(features.len());
+        for (name, arr) in self.features.iter().zip(features) {
+            cols.push(self.encoding(name).read(arr, name, path)?);
+        }
+        let n = features.first().map_or(0, |c| c.len());
+        let rows: Vec<u32> = (0..n as u32).collect();
+        Ok(Some(predict_slots(
+            &[Some(&global.model)],
+            &vec![0; n],
+            SlotRows {
+                columns: &cols,
+                rows: &rows,
+                impute: &self.impute,
+            },
+            self.task,
+            threads,
+        )))
+    }
+}
+
 /// A group's own model (none when it falls back).
 pub(super) fn own_model(e: &GroupEntry) -> Option<&FittedModel> {
     match e {
@@ -241,6 +274,8 @@ mod tests {
         );
         let p = bundle().predict(&k, &f, Path::new("t"), 2).unwrap();
         assert_eq!(p.values, vec![3.0, -2.0, -3.0, 21.0]);
+        let g = bundle().predict_global(&f, Path::new("t"), 2).unwrap();
+        assert_eq!(g, Some(vec![-1.0, -2.0, -3.0, -10.0]));
         assert_eq!((p.own, p.global, p.unseen), (2, 2, 1));
         assert_eq!(
             p.routes,

@@ -439,6 +439,21 @@ fn golden_model_file_still_loads_and_predicts() {
     // Format 5: every f64 array in the binary section too.
     golden_case("linear_v5", 5, "linear", &["C=0.1,1"]);
     golden_case("gbdt_v5", 5, "gbdt", &["rounds=8", "num_leaves=4,8"]);
+    // Format 9: each group's training time and the global model's score
+    // on its validation rows.
+    golden_case(
+        "mlp_v9",
+        9,
+        "mlp",
+        &["hidden=4", "epochs=3", "batch_size=16", "lr=0.01,0.1"],
+    );
+    let v9 = load_golden(&golden_dir().join("mlp_v9.gfm"), "mlp_v9");
+    let own: Vec<_> = v9.groups.iter().filter(|g| g.model.is_some()).collect();
+    assert!(!own.is_empty());
+    for g in own {
+        assert!(g.train_s.is_some_and(|s| s > 0.0), "{:?}", g.key);
+        assert!(g.valid_global.is_some_and(f64::is_finite), "{:?}", g.key);
+    }
 }
 
 // ---------------------------------------------------------------------------
