@@ -4,6 +4,7 @@
 #   make build   build the Rust workspace (release); the CLI lands in target/release/groupfit
 #   make wheel   build the Python package (crates/groupfit-py + python/groupfit) into .venv
 #   make test    Rust tests, then the Python suite (CLI, Python API, Ray runner)
+#   make browser install headless Chromium from Debian's packages if missing (the report test)
 #   make test-build  the CLI and the Rust test binaries, built once with the tests' features
 #   make demo    run scripts/demo.sh
 #   make bench   run benchmarks/linear.sh
@@ -20,7 +21,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.stamp
 CARGO  ?= cargo
 
-.PHONY: venv build wheel test test-build test-rust test-python demo bench bench-mlp bench-ray bench-strategies bench-hierarchy fmt clean
+.PHONY: venv build wheel browser test test-build test-rust test-python demo bench bench-mlp bench-ray bench-strategies bench-hierarchy fmt clean
 
 venv: $(STAMP)
 
@@ -43,7 +44,13 @@ wheel: venv
 test-build:
 	$(CARGO) test --release --workspace --no-run
 
-test: venv test-build wheel
+# The report test renders the demo report in headless Chromium.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$(test "$$(id -u)" = 0 || echo sudo); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
+
+test: venv browser test-build wheel
 	$(CARGO) test --release --workspace
 	$(PY) -m pytest -q tests/python
 
@@ -51,7 +58,7 @@ test: venv test-build wheel
 test-rust:
 	$(CARGO) test --release --workspace
 
-test-python: venv build wheel
+test-python: venv browser build wheel
 	$(PY) -m pytest -q tests/python
 
 demo: venv build

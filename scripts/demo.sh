@@ -25,3 +25,7 @@ echo "== groupfit predict: every flight, routed to its route's model"
     --out "$OUT/predictions.parquet" --with-route
 echo
 "$PY" scripts/show_routed.py data/flights.parquet "$OUT/predictions.parquet"
+echo
+echo "== groupfit report: what the 222 route models did, as one HTML file"
+"$BIN" report "$OUT/flights.gfm" --out "$OUT/report.html"
+echo "open $OUT/report.html in a browser"

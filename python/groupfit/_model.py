@@ -21,8 +21,15 @@ class GroupedModel:
     The same model file as the CLI's ``groupfit train --out`` (``.gfm``).
     """
 
-    def __init__(self, bundle: "_native.Bundle", runner_info: Optional[dict] = None):
+    def __init__(
+        self,
+        bundle: "_native.Bundle",
+        runner_info: Optional[dict] = None,
+        name: str = "model",
+    ):
         self._bundle = bundle
+        #: The name reports give the model: its file name when loaded from one.
+        self.name = name
         self._summary = json.loads(bundle.summary_json())
         #: What the runner reports beyond the summary (e.g. the Ray runner's
         #: communication and compute seconds); empty for the native runner.
@@ -94,6 +101,26 @@ class GroupedModel:
         for batch in _batches(data):
             yield self._bundle.predict(pa.Table.from_batches([batch]), with_route)
 
+    def report(self, path: Union[str, os.PathLike], valid: Any = None) -> str:
+        """Writes an HTML report of the model to ``path`` and returns the path.
+
+        One self-contained file: inline SVG plots, no scripts, nothing
+        fetched. It shows each group's validation metric against its size,
+        their spread, the gain over the global model, the routes, the best
+        and worst groups, the chosen configs, the training cost and each
+        family's own plot. With ``valid`` (a table or a Parquet or CSV path
+        with the key, feature and target columns), the scores are computed
+        on those rows too. The same as ``groupfit report MODEL --out PATH``.
+        """
+        out = os.fspath(path)
+        source = None if valid is None else to_source(valid, "valid")
+        self._bundle.report(out, source, self.name)
+        return out
+
+    def _repr_html_(self) -> str:
+        """The report's compact view, shown inline by notebooks."""
+        return self._bundle.report_inline(self.name)
+
     def save(self, path: Union[str, os.PathLike]) -> None:
         """Writes the model file (atomically: a failed write leaves nothing behind)."""
         self._bundle.save(os.fspath(path))
@@ -144,7 +171,9 @@ def _batches(data: Any) -> Iterator[pa.RecordBatch]:
 
 def load(path: Union[str, os.PathLike]) -> GroupedModel:
     """Reads a model file written by :meth:`GroupedModel.save` or ``groupfit train``."""
-    return GroupedModel(_native.Bundle.load(os.fspath(path)))
+    return GroupedModel(
+        _native.Bundle.load(os.fspath(path)), name=os.path.basename(os.fspath(path))
+    )
 
 
 def fit(
@@ -197,7 +226,9 @@ def fit(
     the peak are in ``summary["memory"]``.
     The other arguments mean what the CLI's ``train`` options mean.
     """
-    r, job = _job(locals())
+    args = dict(locals())
+    r, job = _job(args)
+    job["command"] = _call(args)
     bundle = r.fit(job)
     return GroupedModel(bundle, runner_info=getattr(r, "last_info", None))
 
@@ -265,6 +296,34 @@ def _job(a: dict) -> tuple:
         max_memory=a["max_memory"],
     )
     return resolve_runner(a["runner"]), job
+
+
+def _call(a: dict) -> str:
+    """How the job was asked for, for reports: ``groupfit.fit(...)`` with
+    the arguments given other than their defaults (tables by type)."""
+    sig = fit.__defaults__ or ()
+    names = fit.__code__.co_varnames[: fit.__code__.co_argcount]
+    defaults = dict(zip(names[len(names) - len(sig):], sig))
+    parts = []
+    for name in names:
+        value = a.get(name)
+        if name in defaults and _same(value, defaults[name]):
+            continue
+        if isinstance(value, (str, os.PathLike, int, float, bool, type(None), list, tuple, dict)):
+            shown = repr(os.fspath(value) if isinstance(value, os.PathLike) else value)
+        else:
+            shown = f"<{type(value).__module__.split('.')[0]}.{type(value).__name__}>"
+        parts.append(f"{name}={shown}")
+    return f"groupfit.fit({', '.join(parts)})"
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether ``a`` is the default ``b`` (tables are never compared)."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or not isinstance(a, (str, int, float, bool)):
+        return False
+    return a == b
 
 
 def _count(name: str, value: Any) -> int:

@@ -43,6 +43,8 @@ enum Command {
     Inspect(InspectArgs),
     /// Show, without training, the plan each strategy would run and what `auto` picks.
     Explain(ExplainArgs),
+    /// Write an HTML report of a model file: scores by group size, routes, configs, cost, and each family's plot.
+    Report(ReportArgs),
 }
 
 #[derive(Args)]
@@ -194,6 +196,24 @@ struct InspectArgs {
     top: usize,
 }
 
+#[derive(Args)]
+struct ReportArgs {
+    /// Model file.
+    model: PathBuf,
+    /// Output: one self-contained HTML file (inline SVG plots, no scripts).
+    #[arg(long)]
+    out: PathBuf,
+    /// Also score the rows of this file (Parquet or CSV with the key, feature and target columns).
+    #[arg(long)]
+    valid: Option<PathBuf>,
+    /// Worker threads for scoring --valid (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Print a JSON report on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
 /// Keeps freed memory in the process for reuse: a training run allocates and
 /// frees many column-sized buffers (Parquet pages, columns, statistics), and
 /// on virtual machines each page the process gets fresh from the kernel costs
@@ -241,6 +261,7 @@ fn main() {
         Command::Predict(a) => predict(a),
         Command::Inspect(a) => inspect(a),
         Command::Explain(a) => explain(a),
+        Command::Report(a) => report(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");
@@ -344,9 +365,31 @@ fn parse_network(text: &str) -> Result<groupfit::plan::Network> {
     })
 }
 
+/// This process's command line, `groupfit` first, each argument quoted
+/// for a POSIX shell where it needs it.
+fn command_line() -> String {
+    let quote = |a: String| {
+        let plain = !a.is_empty()
+            && a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_=.,/:+@%".contains(c));
+        if plain {
+            a
+        } else {
+            format!("'{}'", a.replace('\'', "'\\''"))
+        }
+    };
+    std::iter::once("groupfit".to_string())
+        .chain(std::env::args().skip(1).map(quote))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn train(a: TrainArgs) -> Result<()> {
     let start = Instant::now();
-    let spec = a.job.spec()?;
+    let spec = TrainSpec {
+        command: Some(command_line()),
+        ..a.job.spec()?
+    };
     // An unwritable --out is reported now, not after training.
     groupfit::util::fs::check_writable(&a.out)?;
     let mut progress = Progress::new(a.json);
@@ -393,6 +436,25 @@ fn predict(a: PredictArgs) -> Result<()> {
             fmt_int(r.own),
             fmt_int(r.global),
             fmt_int(r.unseen)
+        );
+    }
+    Ok(())
+}
+
+fn report(a: ReportArgs) -> Result<()> {
+    let r = groupfit::report::write_report(&a.model, a.valid.as_deref(), &a.out, a.threads)?;
+    if a.json {
+        let mut v = serde_json::to_value(&r)?;
+        v["out"] = a.out.display().to_string().into();
+        emit(&serde_json::to_string(&v)?);
+    } else {
+        eprintln!(
+            "wrote {} ({} plots, {} groups, {:.1} MB, {:.2}s)",
+            a.out.display(),
+            r.plots,
+            fmt_int(r.groups),
+            r.bytes as f64 / 1e6,
+            r.seconds
         );
     }
     Ok(())

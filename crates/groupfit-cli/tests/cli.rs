@@ -411,6 +411,7 @@ fn corrupt_model_error_snapshot() {
         args(&["inspect", &f.p("truncated.gfm")]),
         predict("truncated.gfm"),
         predict("notes.gfm"),
+        args(&["report", &f.p("truncated.gfm"), "--out", &f.p("r.html")]),
     ] {
         let out = run(&a);
         assert_eq!(out.status.code(), Some(1));
@@ -418,6 +419,7 @@ fn corrupt_model_error_snapshot() {
         t += &f.transcript(&a, &out);
     }
     assert!(!f.path("p.parquet").exists(), "no predictions on error");
+    assert!(!f.path("r.html").exists(), "no report on error");
     assert_snapshot("error_corrupt_model.txt", &t);
 }
 

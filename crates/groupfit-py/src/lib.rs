@@ -20,6 +20,7 @@ use groupfit::data::keys::display_key;
 use groupfit::data::Task;
 use groupfit::error::GroupfitError as EngineError;
 use groupfit::job;
+use groupfit::report::Report;
 use groupfit::store::{GroupEntry, GroupPool, ModelBundle};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -302,6 +303,39 @@ impl Bundle {
             with_route,
             batches: std::sync::Mutex::new(batches),
         })
+    }
+
+    /// Writes the HTML report of the model to `out` atomically; with
+    /// `valid` (path or Arrow), the scores on its rows too. Returns what
+    /// was written, as JSON.
+    #[pyo3(signature = (out, valid=None, name="model".to_string()))]
+    fn report(
+        &self,
+        py: Python<'_>,
+        out: PathBuf,
+        valid: Option<Input>,
+        name: String,
+    ) -> PyResult<String> {
+        let valid = valid.map(Source::from_input).transpose()?;
+        let info = py
+            .detach(|| {
+                let report = Report::new(&self.inner, name);
+                let report = match &valid {
+                    None => report,
+                    Some(Source::Path(p)) => report.with_valid(p, 0)?,
+                    Some(Source::Batch(b)) => {
+                        report.with_valid_batch(b, std::path::Path::new("the valid table"), 0)?
+                    }
+                };
+                report.write(&out)
+            })
+            .map_err(to_py)?;
+        Ok(serde_json::to_string(&info).expect("report info serialises"))
+    }
+
+    /// The report's compact view, for notebooks.
+    fn report_inline(&self, name: String) -> PyResult<String> {
+        Report::new(&self.inner, name).inline_html().map_err(to_py)
     }
 
     /// One row per group: key columns (as strings, null for a null key part),

@@ -31,7 +31,7 @@
 //! | 4 | [`family`] | the `Family` trait and the data it fits |
 //! | 5 | [`linear`], [`gbdt`], [`mlp`] | each family: params, kernels, fitted model, partial step |
 //! | 6 | [`store`], [`registry`] | the model bundle and routed predict; the families by name |
-//! | 7 | [`remote`], [`job`] | the distributed protocol; `train`, `explain` and `predict` end to end |
+//! | 7 | [`remote`], [`job`], [`report`] | the distributed protocol; `train`, `explain` and `predict` end to end; the HTML report |
 //!
 //! `docs/architecture.md` in the repository describes each module.
 
@@ -51,6 +51,7 @@ pub mod mlp;
 pub mod plan;
 pub mod registry;
 pub mod remote;
+pub mod report;
 pub mod shard;
 pub mod store;
 pub mod tune;

@@ -1,7 +1,8 @@
 //! The engine's integration tests (one test binary for the crate, one
 //! module per family: `linear`, `mlp`, `gbdt`; `onehot` for categorical
 //! features; `hierarchy` for `--hierarchy`; `store` for the model file;
-//! `fuzz` for over 20,000 damaged model files; `common` for the synthetic
+//! `fuzz` for over 20,000 damaged model files; `report` for the HTML report;
+//! `common` for the synthetic
 //! data and the helpers they share).
 //!
 //! * grouped == looped: groups trained together give the models each group
@@ -37,4 +38,5 @@ mod hierarchy;
 mod linear;
 mod mlp;
 mod onehot;
+mod report;
 mod store;
