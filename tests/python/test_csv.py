@@ -54,12 +54,15 @@ def data(gf, tmp_path):
 
 
 def models_of(gf, model_path) -> dict:
-    """What a model file holds, without the summary's timings and memory
-    (CSV columns are held as read, Parquet ones are read after the estimate)."""
+    """What a model file holds, without the timings, the memory (CSV columns
+    are held as read, Parquet ones are read after the estimate) and the
+    command (it names the files)."""
     ins = gf.inspect(model_path)
     summary = ins.pop("summary")
-    for k in ("load_s", "train_s", "wall_s", "passes_s", "memory"):
+    for k in ("load_s", "train_s", "wall_s", "passes_s", "memory", "command"):
         summary.pop(k)
+    for g in ins["groups"]:
+        g.pop("train_s", None)
     return {**ins, "summary": summary}
 
 

@@ -95,10 +95,11 @@ def train_models(gf, data: Path, out: Path, *extra) -> tuple[dict, dict]:
 
 @pytest.mark.parametrize("task", ["binary", "regression"])
 def test_every_strategy_gives_the_same_models(gf, tmp_path, task):
-    """Every strategy on 1 and 3 threads: the same models. The runs that must
-    cut a group do (``cut_groups``), so agreement is not that of whole groups
-    only: on 3 threads dp cuts every group of more than one block, and fused
-    and hybrid cut the global model's pseudo-group (half of all rows)."""
+    """Every strategy on 1 and 3 threads: the same models. dp on 3 threads
+    cuts every group of more than one block (``cut_groups``), so agreement is
+    not that of whole groups only. Whether fused and hybrid cut the global
+    model's pseudo-group is a priced choice: on a 2-core VM the calibrated
+    costs of 3 workers can make it not pay, so it is not asserted."""
     sizes = {"big": 6000, **{f"s{i}": 40 + 97 * i for i in range(12)}}
     cols, _ = make_grouped(seed=7, sizes=sizes, d=5, task=task)
     data = gf.write_parquet(tmp_path / "t.parquet", cols)
@@ -112,7 +113,7 @@ def test_every_strategy_gives_the_same_models(gf, tmp_path, task):
             assert s["models"] == (len(sizes) + 1) * 2
             if strategy == "tp" or threads == "1":
                 assert s["cut_groups"] == 0, (strategy, threads)
-            elif strategy != "auto":
+            elif strategy == "dp":
                 assert s["cut_groups"] >= 1, f"{strategy} on {threads} threads cut no group"
             runs[strategy, threads] = m
     ref = runs["tp", "1"]
@@ -141,9 +142,9 @@ def test_threads_1_equals_threads_2(gf, tmp_path):
 )
 def test_property_strategies_agree(gf, small, dominant, dominant_at, task, threads, seed):
     """tp against dp, fused and hybrid on 2 to 4 threads. dp cuts the dominant
-    group (more than one 256-row block) on any thread count; on 3 threads or
-    more, fused and hybrid cut the global model's pseudo-group (half of all
-    rows, more than one worker's share)."""
+    group (more than one 256-row block) on any thread count. fused and hybrid
+    cut the global model's pseudo-group only where the calibrated costs say
+    it pays, which depends on the machine, so their cuts are not asserted."""
     sizes_list = list(small)
     sizes_list.insert(min(dominant_at, len(sizes_list)), dominant)
     sizes = {f"g{i}": n for i, n in enumerate(sizes_list)}
@@ -158,9 +159,6 @@ def test_property_strategies_agree(gf, small, dominant, dominant_at, task, threa
     assert s_tp["routes"]["groups_own"] + s_tp["routes"]["groups_global"] == len(sizes)
     assert s_tp["cut_groups"] == 0
     assert others["dp"][0]["cut_groups"] >= 1, f"dp cut no group, sizes {sizes_list}, {threads} threads"
-    if threads >= 3:
-        for name in ("fused", "hybrid"):
-            assert others[name][0]["cut_groups"] >= 1, f"{name} cut no group, sizes {sizes_list}, {threads} threads"
     for name, (s_o, o) in others.items():
         assert s_tp["routes"] == s_o["routes"] and s_tp["fallback"] == s_o["fallback"]
         assert_same_models(tp, o, f"tp vs {name}, sizes {sizes_list}, {threads} threads")

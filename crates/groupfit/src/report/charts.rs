@@ -152,6 +152,20 @@ fn canvas(
     Ok(svg)
 }
 
+/// A chart with `title` and room for both axes' labels: the frame of
+/// [`points`] and [`histogram`].
+fn framed<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    title: &str,
+) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(title, (FONT, 18))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(56);
+    b
+}
+
 /// Points (or lines) of `series` on axes `x` and `y`, with an optional
 /// reference line.
 pub fn points(
@@ -177,12 +191,7 @@ pub fn points(
     let (y0, y1) = extent(all().map(|p| p.1).chain(level_y));
     let (xr, yr) = (padded(x0, x1), padded(y0, y1));
     canvas(title, size, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, (FONT, 18))
-            .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(56)
-            .build_cartesian_2d(xr.clone(), yr)?;
+        let mut chart = framed(root, title).build_cartesian_2d(xr.clone(), yr)?;
         chart
             .configure_mesh()
             .x_desc(x.title)
@@ -259,12 +268,7 @@ pub fn histogram(
     }
     let top = counts.iter().copied().max().unwrap_or(0).max(1) as f64 * 1.1;
     canvas(title, size, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, (FONT, 18))
-            .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(56)
-            .build_cartesian_2d(lo..hi, 0f64..top)?;
+        let mut chart = framed(root, title).build_cartesian_2d(lo..hi, 0f64..top)?;
         chart
             .configure_mesh()
             .x_desc(x_title)

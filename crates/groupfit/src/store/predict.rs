@@ -35,6 +35,16 @@ impl ModelBundle {
         }
     }
 
+    /// The feature columns (in the bundle's order) as the models read them:
+    /// categorical ones through their dictionaries.
+    fn feature_columns(&self, features: &[ArrayRef], path: &Path) -> Result<Vec<Column>> {
+        self.features
+            .iter()
+            .zip(features)
+            .map(|(name, arr)| self.encoding(name).read(arr, name, path))
+            .collect()
+    }
+
     /// Predicts every row of a table given its key columns and feature columns
     /// (in the bundle's order), on up to `threads` threads. A row goes to
     /// the deepest model on its group's path (its own, a level's, the
@@ -49,10 +59,7 @@ impl ModelBundle {
         threads: usize,
     ) -> Result<Predictions> {
         let n = keys.first().map_or(0, |k| k.len());
-        let mut cols = Vec::with_capacity(features.len());
-        for (name, arr) in self.features.iter().zip(features) {
-            cols.push(self.encoding(name).read(arr, name, path)?);
-        }
+        let cols = self.feature_columns(features, path)?;
         let nodes = self.row_nodes(keys)?;
         let depth = self.depth();
         // The deepest depth with a model on each row's path (0: the global model).
@@ -156,10 +163,7 @@ impl ModelBundle {
         let Some(global) = &self.global else {
             return Ok(None);
         };
-        let mut cols = Vec::with_capacity(features.len());
-        for (name, arr) in self.features.iter().zip(features) {
-            cols.push(self.encoding(name).read(arr, name, path)?);
-        }
+        let cols = self.feature_columns(features, path)?;
         let n = features.first().map_or(0, |c| c.len());
         let rows: Vec<u32> = (0..n as u32).collect();
         Ok(Some(predict_slots(
