@@ -90,8 +90,7 @@ fn bin_into(m: &BinMapper, values: &[f64], out: &mut [u8]) {
     }
 }
 
-/// Writes the bin of each of `values` (codes) under `c` and its code table
-/// `table` into `out`.
+/// Writes the bin of each of `values` (codes) under `c` and `table` into `out`.
 fn cat_bin_into<B: TryFrom<u16>>(c: &CatBins, table: &[u16], values: &[f64], out: &mut [B]) {
     for (b, &v) in out.iter_mut().zip(values) {
         // A narrow feature has at most 256 bins: its bins fit a byte.
@@ -114,8 +113,7 @@ fn is_wide(k: Option<&FeatureKind>) -> bool {
 }
 
 /// One feature's bins over every group: each group's mapper, fitted on its
-/// own training values, and the bin of every training and validation value
-/// (in layout order).
+/// own training values, and the bin of every training and validation value (in layout order).
 struct FeatureBins {
     mappers: Vec<Mapper>,
     bins: Codes,
@@ -415,8 +413,7 @@ impl ByteMatrices {
 
 /// The mappers of each of the `n_all` groups (feature after feature), their
 /// histogram offsets (`d + 1` per group) and, with wide features, their
-/// row-scan offsets (`d` per group: a wide feature's is the sink, after the
-/// last feature).
+/// row-scan offsets (`d` per group: a wide feature's is the sink, after the last feature).
 fn mappers_by_group(
     per_feature: Vec<FeatureBins>,
     n_all: usize,
