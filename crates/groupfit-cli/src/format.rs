@@ -1,8 +1,5 @@
 //! Number and score formatting shared by the commands' text output.
 
-use groupfit::data::Task;
-use groupfit::store::Scores;
-
 /// `1234567` as `1,234,567`.
 pub use groupfit::util::text::thousands as fmt_int;
 
@@ -14,14 +11,4 @@ pub fn fmt_bytes(b: usize) -> String {
         b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
         b => format!("{b} B"),
     }
-}
-
-/// The selection metric's name.
-pub fn metric_name(task: Task) -> &'static str {
-    task.metric_name()
-}
-
-/// The selection metric of `s`, if scored.
-pub fn primary(task: Task, s: &Scores) -> Option<f64> {
-    s.primary(task)
 }

@@ -11,7 +11,6 @@ use groupfit::linear::model::OneHotCoef;
 use groupfit::store::{FittedModel, GlobalEntry, GroupEntry, GroupPool, ModelBundle, Route};
 
 use crate::emit;
-use crate::format::{metric_name, primary};
 
 /// Prints the bundle at `model`: the whole description as JSON, or text
 /// listing `top` groups (0: all).
@@ -259,8 +258,10 @@ fn write_header(o: &mut Vec<u8>, b: &ModelBundle, model: &Path) -> Result<()> {
             o,
             "global       config {}, validation {} {}",
             b.configs[gl.config].name,
-            metric_name(b.task),
-            primary(b.task, &gl.valid).map_or("-".into(), |v| format!("{v:.4}"))
+            b.task.metric_name(),
+            gl.valid
+                .primary(b.task)
+                .map_or("-".into(), |v| format!("{v:.4}"))
         )?,
         None => writeln!(o, "global       none (trained with --no-global)")?,
     }
@@ -304,7 +305,7 @@ fn write_groups(o: &mut Vec<u8>, b: &ModelBundle, top: usize) -> Result<()> {
         "n_valid",
         "route",
         "config",
-        metric_name(b.task),
+        b.task.metric_name(),
         if pools.is_some() {
             format!(" {:>7}  {:<16}", "weight", "parent")
         } else {
@@ -363,7 +364,9 @@ fn write_group(
         g.route.name(),
         g.config
             .map_or_else(|| "-".to_string(), |k| b.configs[k].name.clone()),
-        primary(b.task, &g.valid).map_or("-".into(), |v| format!("{v:.4}"))
+        g.valid
+            .primary(b.task)
+            .map_or("-".into(), |v| format!("{v:.4}"))
     )?;
     Ok(())
 }

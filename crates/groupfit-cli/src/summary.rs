@@ -7,7 +7,7 @@ use groupfit::data::keys::display_key;
 use groupfit::job::Summary;
 use groupfit::store::{ModelBundle, Route};
 
-use crate::format::{fmt_int, metric_name, primary};
+use crate::format::fmt_int;
 
 /// Prints the summary of a trained bundle written to `out`; `csv`: some
 /// input was CSV.
@@ -193,7 +193,7 @@ fn validation_line(b: &ModelBundle) -> Option<String> {
         .groups
         .iter()
         .filter(|g| g.n_valid > 0)
-        .filter_map(|g| primary(b.task, &g.valid))
+        .filter_map(|g| g.valid.primary(b.task))
         .collect();
     vals.sort_by(f64::total_cmp);
     if vals.is_empty() {
@@ -201,7 +201,7 @@ fn validation_line(b: &ModelBundle) -> Option<String> {
     }
     Some(format!(
         "validation {} per group ({} groups): mean {:.4}  min {:.4}  p25 {:.4}  median {:.4}  p75 {:.4}  max {:.4}",
-        metric_name(b.task),
+        b.task.metric_name(),
         vals.len(),
         vals.iter().sum::<f64>() / vals.len() as f64,
         vals[0],

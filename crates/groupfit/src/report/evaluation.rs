@@ -173,7 +173,6 @@ impl Evaluation {
         label: &Path,
         threads: usize,
     ) -> Result<Evaluation> {
-        let path = label;
         let indices = column_indices(&batch.schema(), &wanted_columns(b), label)?;
         let batch = batch
             .project(&indices)
@@ -182,9 +181,9 @@ impl Evaluation {
         let d = b.features.len();
         let keys: Vec<ArrayRef> = batch.columns()[..k].to_vec();
         let features: Vec<ArrayRef> = batch.columns()[k..k + d].to_vec();
-        let target = target_values(batch.column(k + d), &b.target, path)?;
-        let predictions = b.predict(&keys, &features, path, threads)?;
-        let global = b.predict_global(&features, path, threads)?;
+        let target = target_values(batch.column(k + d), &b.target, label)?;
+        let predictions = b.predict(&keys, &features, label, threads)?;
+        let global = b.predict_global(&features, label, threads)?;
         let nodes = b.row_nodes(&keys)?;
         let group_of = &nodes[b.depth() - 1];
         // Rows by group (unseen rows last), targets present only.
@@ -205,14 +204,14 @@ impl Evaluation {
             groups: 0,
         }];
         let mut groups = Vec::with_capacity(n_groups);
-        for (g, label) in labels.into_iter().enumerate() {
+        for (g, stored) in labels.into_iter().enumerate() {
             let rows = rows_of(g);
             let route = match rows.first() {
                 Some(&i) => match predictions.routes[i as usize] {
                     RowRoute::Own => "own".to_string(),
                     r => b.route_label(r),
                 },
-                None => label,
+                None => stored,
             };
             count(
                 &mut counts,
@@ -242,8 +241,8 @@ impl Evaluation {
             .as_ref()
             .filter(|_| !scored.is_empty())
             .map(|gp| metric(b.task, &gather(&target, &scored), &gather(gp, &scored)));
-        let source = path.file_name().map_or_else(
-            || path.display().to_string(),
+        let source = label.file_name().map_or_else(
+            || label.display().to_string(),
             |f| f.to_string_lossy().into_owned(),
         );
         Ok(Evaluation {
