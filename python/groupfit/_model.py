@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
 
 from groupfit import _native
 from groupfit._convert import grid_specs, key_list, to_source
+from groupfit._progress import Reporter, wanted
 from groupfit.exceptions import ArgumentError
 from groupfit.runners import resolve_runner
 
@@ -196,6 +197,8 @@ def fit(
     hierarchy: bool = False,
     shrinkage: Optional[str] = None,
     max_memory: Union[int, str, None] = None,
+    progress: Optional[bool] = None,
+    callback: Optional[Callable[[str, float, float, float], Any]] = None,
 ) -> GroupedModel:
     """Trains one model per group (and per config of the grid ``params``) and
     returns a :class:`GroupedModel`.
@@ -224,12 +227,25 @@ def fit(
     :class:`groupfit.exceptions.MemoryLimitError` before its features are
     read. By default the limit is the memory available. The estimate and
     the peak are in ``summary["memory"]``.
+    ``progress=True`` draws a progress bar on stderr (``tqdm.auto`` when
+    installed, else a plain line): the stage, the share of the work done,
+    the time left and the models trained. The default is to draw it when
+    stderr is a terminal or in a notebook; ``progress=False`` draws nothing.
+    ``callback(stage, done, total, elapsed)`` is called as the job goes:
+    ``done`` and ``total`` are work in the planner's units, ``done`` never
+    goes back, and the last call has ``done == total`` (see
+    ``docs/progress.md``). An exception it raises is raised when training ends.
     The other arguments mean what the CLI's ``train`` options mean.
     """
     args = dict(locals())
     r, job = _job(args)
     job["command"] = _call(args)
-    bundle = r.fit(job)
+    reporter = Reporter(wanted(progress), callback)
+    job["progress"] = reporter
+    try:
+        bundle = r.fit(job)
+    finally:
+        reporter.close()
     return GroupedModel(bundle, runner_info=getattr(r, "last_info", None))
 
 
@@ -307,7 +323,7 @@ def _call(a: dict) -> str:
     parts = []
     for name in names:
         value = a.get(name)
-        if name in defaults and _same(value, defaults[name]):
+        if name in _NOT_IN_CALL or (name in defaults and _same(value, defaults[name])):
             continue
         if isinstance(value, (str, os.PathLike, int, float, bool, type(None), list, tuple, dict)):
             shown = repr(os.fspath(value) if isinstance(value, os.PathLike) else value)
@@ -315,6 +331,10 @@ def _call(a: dict) -> str:
             shown = f"<{type(value).__module__.split('.')[0]}.{type(value).__name__}>"
         parts.append(f"{name}={shown}")
     return f"groupfit.fit({', '.join(parts)})"
+
+
+#: Arguments that do not change the models, left out of the shown call.
+_NOT_IN_CALL = ("progress", "callback")
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -47,6 +47,7 @@ def train(
     command: Optional[str] = None,
     remote: Optional[Callable[[list[tuple[str, pa.RecordBatch]]], dict]] = None,
     remote_workers: int = 2,
+    progress: Optional[Callable[[str, float, float, int, int], None]] = None,
 ) -> Bundle: ...
 def explain(
     data: _Input,

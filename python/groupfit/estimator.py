@@ -87,6 +87,9 @@ class _GroupedBase(BaseEstimator):
             runner=self.runner,
             hierarchy=self.hierarchy,
             shrinkage=self.shrinkage,
+            # Silent, as scikit-learn's estimators are by default (a search
+            # fits many).
+            progress=False,
         )
 
     def _raw(self, X: Any) -> np.ndarray:

@@ -104,6 +104,10 @@ class ShardWorker:
         active = self._timed(self.session.apply, combined)
         return active, self.session.snapshot()
 
+    def active(self) -> int:
+        """Units still active here."""
+        return self.session.active()
+
     def models(self) -> bytes:
         return self.session.models()
 
@@ -344,6 +348,9 @@ class _Driver:
         self._round(lambda i, a: a.prepare.remote(self.std))
         self.prepared = True
         t_setup = time.perf_counter() - t_start
+        # Progress: the units (a cut group's once per piece) that stopped.
+        progress = getattr(self, "progress", None)
+        units = sum(self._round(lambda i, a: a.active.remote())) if progress else 0
         # Passes.
         t0 = time.perf_counter()
         active = [1] * n
@@ -363,6 +370,8 @@ class _Driver:
             active = self._round(apply, redo=lambda i: ray.get(self.actors[i].step.remote()))
             self.snapshots = snapshots
             self.passes += 1
+            if progress:
+                progress("training", float(units - sum(active)), float(units), 0, 0)
         passes_s = time.perf_counter() - t0
         compute = self._round(lambda i, a: a.compute_seconds.remote())
         pieces = [json.loads(s)["pieces"] for s in self.specs]
@@ -419,6 +428,7 @@ def fit_on_ray(runner: Any, job: dict) -> "_native.Bundle":
     _connect(runner)
     driver = _Driver(runner)
     job = dict(job)
+    driver.progress = job.get("progress")
     data = job.pop("data")
     by = job.pop("by")
     target = job.pop("target")

@@ -27,6 +27,8 @@ from groupfit.exceptions import ArgumentError
 class Runner:
     """Base class: runs a training job (the keyword arguments of the engine's
     ``train``) and returns the engine's trained bundle (``_native.Bundle``).
+    The job's ``progress`` is the callable that takes its progress events
+    ``(stage, done, total, models_done, models)``.
 
     After :meth:`fit`, ``last_info`` holds what the run reports beyond the
     bundle's summary (``GroupedModel.runner_info``): empty for the native

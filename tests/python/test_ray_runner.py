@@ -81,8 +81,15 @@ def test_ray_equals_native(cluster, task):
     kw = dict(by="g", target="y", params={"C": [0.1, 10.0]}, valid=valid, min_rows=10, **CUT)
     native = gf.fit(train, **kw)
     runner = gf.RayRunner(workers=3)
-    remote = gf.fit(train, runner=runner, **kw)
+    events = []
+    remote = gf.fit(train, runner=runner, callback=lambda *e: events.append(e), **kw)
     assert_same(native, remote, valid)
+    # The driver sends the training events, after each pass (the callback
+    # gets those that changed): units stop over several passes.
+    training = [e for e in events if e[0] == "training"]
+    assert len(training) >= 2 and training[0][1] < training[-1][1] == training[-1][2]
+    assert [e[1] for e in events] == sorted(e[1] for e in events)
+    assert events[-1][0] == "scoring" and events[-1][1] == events[-1][2] > 0
     info = remote.runner_info
     assert info["runner"] == "ray" and info["workers"] == 3 and info["restarts"] == []
     # the big group and the global model's rows are cut over both actors

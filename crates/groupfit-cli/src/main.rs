@@ -20,7 +20,7 @@ use groupfit::plan::Strategy;
 use groupfit::tune::shrinkage::Shrinkage;
 
 use format::fmt_int;
-use progress::Progress;
+use progress::Bar;
 
 #[derive(Parser)]
 #[command(
@@ -246,7 +246,13 @@ fn exit_on_signals() {
             } else {
                 "SIGTERM"
             };
-            eprintln!("error: interrupted by {name}; no output was written");
+            // On a terminal, the progress bar's line is cleared first.
+            let clear = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+                "\r\x1b[2K"
+            } else {
+                ""
+            };
+            eprintln!("{clear}error: interrupted by {name}; no output was written");
             std::process::exit(128 + signal);
         }
     });
@@ -392,14 +398,22 @@ fn train(a: TrainArgs) -> Result<()> {
     };
     // An unwritable --out is reported now, not after training.
     groupfit::util::fs::check_writable(&a.out)?;
-    let mut progress = Progress::new(a.json);
-    let out = job::train(&spec, &mut |e| progress.event(e));
-    progress.finish();
-    let mut out = out?;
+    let mut bar = Bar::new(a.json);
+    let out = job::train(&spec, &mut |p| bar.event(p));
+    let mut out = match out {
+        Ok(out) => out,
+        Err(e) => {
+            bar.finish();
+            return Err(e.into());
+        }
+    };
     out.summary.wall_s = start.elapsed().as_secs_f64();
     out.bundle.summary = serde_json::to_value(&out.summary)?;
     let saving = Instant::now();
-    out.bundle.save(&a.out)?;
+    bar.stage(job::Stage::Writing);
+    let saved = out.bundle.save(&a.out);
+    bar.finish();
+    saved?;
     if groupfit::util::trace::trace() {
         eprintln!(
             "[groupfit] save: {:.1} ms",

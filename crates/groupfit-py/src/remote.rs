@@ -11,7 +11,7 @@ use arrow_schema::{DataType, Field, Schema};
 use groupfit::data::{rows_per_group, training_means};
 use groupfit::data::{Column, ColumnValues};
 use groupfit::error::{GroupfitError, Result};
-use groupfit::exec::{PassProgress, RunReport};
+use groupfit::exec::{OnProgress, RunReport};
 use groupfit::family::{Family, FamilyFit, TrainData};
 use groupfit::plan::{Network, Strategy};
 use groupfit::registry::AnyFamily;
@@ -711,7 +711,7 @@ impl Family for RemoteFamily {
         &self,
         data: &TrainData<'_>,
         configs: &[ConfigEntry],
-        _on: &mut dyn FnMut(PassProgress),
+        _on: &mut OnProgress<'_>,
     ) -> Result<FamilyFit<FittedModel>> {
         // Categorical features travel as codes in whole-group shards (the
         // driver read and coded them; the sharded protocol takes numbers).

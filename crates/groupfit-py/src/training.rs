@@ -175,9 +175,13 @@ impl PyJob {
 /// Trains on `data` (path or Arrow) and returns the bundle with its summary
 /// (`wall_s` and the bundle's stored summary filled in as the CLI does).
 /// With `remote` (the Ray runner's driver), the units are fitted by it on
-/// `remote_workers` workers (see `remote::RemoteFamily`).
+/// `remote_workers` workers (see `remote::RemoteFamily`). `progress` is
+/// called with `(stage, done, total, models_done, models)` as the job goes
+/// (from the engine's threads, at most every 100 ms while training); the
+/// first exception it raises is raised when training ends.
 #[pyfunction]
-#[pyo3(signature = (data, by, target, *, remote=None, remote_workers=2, **options))]
+#[pyo3(signature = (data, by, target, *, remote=None, remote_workers=2, progress=None, **options))]
+#[allow(clippy::too_many_arguments)]
 pub fn train(
     py: Python<'_>,
     data: Input,
@@ -185,6 +189,7 @@ pub fn train(
     target: String,
     remote: Option<Py<PyAny>>,
     remote_workers: usize,
+    progress: Option<Py<PyAny>>,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Bundle> {
     let start = std::time::Instant::now();
@@ -198,6 +203,19 @@ pub fn train(
         }),
         None => None,
     };
+    let mut failed: Option<PyErr> = None;
+    let mut on = |p: job::Progress| {
+        let Some(cb) = &progress else {
+            return;
+        };
+        if failed.is_some() {
+            return;
+        }
+        let args = (p.stage.name(), p.done, p.total, p.models_done, p.models);
+        if let Err(e) = Python::attach(|py| cb.call1(py, args)) {
+            failed = Some(e);
+        }
+    };
     let out = py.detach(|| -> Result<job::TrainOutput, EngineError> {
         let registered;
         let fam: &dyn AnyFamily = match &remote {
@@ -208,10 +226,13 @@ pub fn train(
             }
         };
         match job.batches()? {
-            None => job::train_with(&job.spec, fam, &mut |_| {}),
-            Some((tb, vb)) => job::train_table_with(&job.spec, fam, &tb, vb.as_ref(), &mut |_| {}),
+            None => job::train_with(&job.spec, fam, &mut on),
+            Some((tb, vb)) => job::train_table_with(&job.spec, fam, &tb, vb.as_ref(), &mut on),
         }
     });
+    if let Some(e) = failed {
+        return Err(e);
+    }
     if let Some(r) = &remote {
         if let Some(e) = r.error.lock().unwrap().take() {
             return Err(e);

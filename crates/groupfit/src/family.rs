@@ -12,7 +12,7 @@ use crate::data::categorical::FeatureKind;
 use crate::data::keys::GroupKey;
 use crate::data::{Column, Task};
 use crate::error::{GroupfitError, Result};
-use crate::exec::{Explain, PassProgress, RunReport};
+use crate::exec::{Explain, OnProgress, RunReport, Sequence};
 use crate::plan::{LoadShape, Strategy};
 use crate::tune::{ConfigEntry, NoWords, ParamWords};
 
@@ -150,23 +150,33 @@ impl<M> FamilyFit<M> {
 
 /// Fits a grid in parts (`parts`: config indices, each config in one part;
 /// e.g. the configs that share a one-hot encoding, so a layout): `fit(i,
-/// ks)` fits part `i`, whose configs are `ks`, and the units go back in grid
-/// order. The parts' reports add up (passes, seconds; the most cut groups);
-/// the imputation values are the first part's.
+/// ks, on)` fits part `i`, whose configs are `ks`, reporting its progress
+/// to `on`, and the units go back in grid order. A part's share of the
+/// progress is its share of the configs. The parts' reports add up
+/// (passes, seconds; the most cut groups); the imputation values are the
+/// first part's.
 pub fn fit_parts<M>(
+    data: &TrainData<'_>,
     parts: &[Vec<usize>],
-    n_configs: usize,
-    mut fit: impl FnMut(usize, &[usize]) -> Result<FamilyFit<M>>,
+    on: &mut OnProgress<'_>,
+    mut fit: impl FnMut(usize, &[usize], &mut OnProgress<'_>) -> Result<FamilyFit<M>>,
 ) -> Result<FamilyFit<M>> {
+    let n_configs: usize = parts.iter().map(Vec::len).sum();
     if let [only] = parts {
         if only.iter().copied().eq(0..n_configs) {
-            return fit(0, only);
+            return fit(0, only, on);
         }
     }
+    let fitted = data.fit.iter().filter(|&&f| f).count();
+    let mut seq = Sequence::new(
+        on,
+        parts.iter().map(|ks| ks.len() as f64).collect(),
+        parts.iter().map(|ks| ks.len() * fitted).collect(),
+    );
     let mut units: Vec<Vec<Option<UnitFit<M>>>> = Vec::new();
     let mut merged: Option<(Vec<f64>, RunReport)> = None;
     for (i, ks) in parts.iter().enumerate() {
-        let part = fit(i, ks)?;
+        let part = fit(i, ks, &mut seq.part(i))?;
         units.resize_with(part.units.len(), Vec::new);
         for (slot, us) in units.iter_mut().zip(part.units) {
             if us.is_empty() {
@@ -316,7 +326,7 @@ pub trait Family {
         &self,
         data: &TrainData<'_>,
         configs: &[ConfigEntry],
-        on: &mut dyn FnMut(PassProgress),
+        on: &mut OnProgress<'_>,
     ) -> Result<FamilyFit<Self::Model>>;
     /// What the planner would do with this job, without training (`groupfit
     /// explain`): the family builds its data layout and starting units and

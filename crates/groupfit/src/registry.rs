@@ -8,7 +8,7 @@
 
 use crate::data::Task;
 use crate::error::{GroupfitError, Result};
-use crate::exec::{Explain, PassProgress};
+use crate::exec::{Explain, OnProgress};
 use crate::family::{Family, FamilyFit, MemoryShape, MemoryTerm, ShardNeeds, TrainData};
 use crate::plan::LoadShape;
 use crate::shard::{ShardSpec, Sharded};
@@ -106,7 +106,7 @@ pub trait AnyFamily: Send + Sync {
         &self,
         data: &TrainData<'_>,
         configs: &[ConfigEntry],
-        on: &mut dyn FnMut(PassProgress),
+        on: &mut OnProgress<'_>,
     ) -> Result<FamilyFit<FittedModel>>;
     /// See [`Family::explain`].
     fn explain(&self, data: &TrainData<'_>, configs: &[ConfigEntry]) -> Result<Explain>;
@@ -148,7 +148,7 @@ where
         &self,
         data: &TrainData<'_>,
         configs: &[ConfigEntry],
-        on: &mut dyn FnMut(PassProgress),
+        on: &mut OnProgress<'_>,
     ) -> Result<FamilyFit<FittedModel>> {
         Ok(Family::fit(self, data, configs, on)?.map_models(Into::into))
     }

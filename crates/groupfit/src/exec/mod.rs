@@ -10,8 +10,10 @@ mod barrier;
 pub mod calibrate;
 mod driver;
 mod explain;
+pub mod progress;
 mod step;
 
-pub use driver::{run_passes, PassProgress, RunReport};
+pub use driver::{run_passes, RunReport};
 pub use explain::{explain, Explain, StrategyPlan};
+pub use progress::{OnProgress, Progress, Sequence, Stage, UnitProgress};
 pub use step::{add_stats, PartialStep};

@@ -6,6 +6,7 @@
 use std::ops::Range;
 use std::sync::RwLock;
 
+use super::progress::{Tally, UnitProgress};
 use crate::plan::GroupLoad;
 
 /// The partial-step API of a model family.
@@ -66,6 +67,23 @@ pub trait PartialStep: Sync {
     /// tolerance). The planner prices a group's remaining work with it.
     fn steps_left(&self, _group: usize, _k: usize, _unit: &Self::Unit) -> usize {
         1
+    }
+    /// Where `unit` (config `k` of `group`) stands, in its steps, for
+    /// progress reports: steps taken and steps to come. The default knows
+    /// no steps taken, and [`PartialStep::steps_left`] to come.
+    fn progress(&self, group: usize, k: usize, unit: &Self::Unit) -> UnitProgress {
+        if self.is_active(unit) {
+            UnitProgress::known(0.0, self.steps_left(group, k, unit) as f64)
+        } else {
+            UnitProgress::finished(0.0)
+        }
+    }
+    /// The family's estimate of the steps a unit takes in all, where
+    /// [`PartialStep::progress`] leaves them to it
+    /// ([`UnitProgress::estimated`]), before any unit is done; then the
+    /// units done replace it (their mean steps, weighted by price).
+    fn expected_steps(&self) -> f64 {
+        1.0
     }
     /// How many updates a whole group's units may take, one after another,
     /// in one pass: its rows are in cache and no other worker's statistics
@@ -212,5 +230,25 @@ pub(crate) fn active_units<'u, F: PartialStep>(
 pub fn add_stats(into: &mut [f64], from: &[f64]) {
     for (a, b) in into.iter_mut().zip(from) {
         *a += b;
+    }
+}
+
+/// The priced progress of a group's units (see [`PartialStep::progress`]),
+/// added to `tally` with `sign` (-1 takes it away).
+pub(crate) fn tally_group<F: PartialStep>(
+    family: &F,
+    group: usize,
+    units: &[F::Unit],
+    price: f64,
+    sign: f64,
+    tally: &mut Tally,
+) {
+    for (k, u) in units.iter().enumerate() {
+        tally.add(
+            family.progress(group, k, u),
+            price,
+            !family.is_active(u),
+            sign,
+        );
     }
 }

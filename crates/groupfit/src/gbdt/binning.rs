@@ -82,6 +82,13 @@ impl Binning {
             min_data_in_bin: c.min_data_in_bin() as usize,
         }
     }
+
+    /// The indices of the configs of `configs` with this binning.
+    pub fn configs(&self, configs: &[GbdtConfig]) -> Vec<usize> {
+        (0..configs.len())
+            .filter(|&k| Binning::of(&configs[k]) == *self)
+            .collect()
+    }
 }
 
 /// Bins fixed from outside the layout (a remote worker's): per group, the

@@ -5,7 +5,7 @@ use super::model::GbdtModel;
 use super::params::{GbdtConfig, GbdtParams};
 use crate::data::Task;
 use crate::error::Result;
-use crate::exec::{Explain, PassProgress};
+use crate::exec::{Explain, OnProgress};
 use crate::family::{Family, FamilyFit, MemoryShape, MemoryTerm, ShardNeeds, TrainData, UnitFit};
 use crate::plan::LoadShape;
 use crate::tune::{Builder, ConfigEntry};
@@ -143,10 +143,10 @@ impl Family for Gbdt {
         &self,
         data: &TrainData<'_>,
         points: &[ConfigEntry],
-        on: &mut dyn FnMut(PassProgress),
+        on: &mut OnProgress<'_>,
     ) -> Result<FamilyFit<GbdtModel>> {
         let configs = configs(points)?;
-        let (fitted, report) = super::grouped::fit_grouped(data, &configs, on);
+        let (fitted, report) = super::run::fit_grouped(data, &configs, on);
         let units = fitted
             .into_iter()
             .map(|us| {

@@ -41,7 +41,7 @@ use super::model::GbdtModel;
 use super::params::GbdtConfig;
 use crate::data::bucket;
 use crate::data::categorical::FeatureKind;
-use crate::exec::{explain, run_passes, Explain, PartialStep, PassProgress, RunReport};
+use crate::exec::{explain, Explain, PartialStep, UnitProgress};
 use crate::family::TrainData;
 use crate::util::trace::trace;
 
@@ -563,17 +563,38 @@ impl GbdtLayout {
 /// its own (its rows are its data group's rows), so the planner places the
 /// boosters of one large group, or of the global model, on different workers.
 pub struct GbdtPass<'a> {
-    layout: &'a GbdtLayout,
+    pub(super) layout: &'a GbdtLayout,
     /// The data group of each driver group.
-    owner: Vec<usize>,
-    stats_len: usize,
+    pub(super) owner: Vec<usize>,
+    /// The rounds of each driver group's booster (its config's).
+    pub(super) rounds: Vec<u32>,
+    pub(super) stats_len: usize,
     /// Thread-nanoseconds building histograms (traced runs only).
-    hist_ns: AtomicU64,
+    pub(super) hist_ns: AtomicU64,
     /// Thread-nanoseconds in `accumulate` (traced runs only).
-    round_ns: AtomicU64,
+    pub(super) round_ns: AtomicU64,
 }
 
-impl GbdtPass<'_> {
+impl<'a> GbdtPass<'a> {
+    /// The boosters of a class: driver group `i` is data group `owner[i]`'s
+    /// booster of config `config_of[i]`.
+    pub(super) fn new(
+        layout: &'a GbdtLayout,
+        owner: Vec<usize>,
+        config_of: &[usize],
+        configs: &[GbdtConfig],
+        stats_len: usize,
+    ) -> Self {
+        GbdtPass {
+            layout,
+            owner,
+            rounds: config_of.iter().map(|&k| configs[k].rounds()).collect(),
+            stats_len,
+            hist_ns: AtomicU64::new(0),
+            round_ns: AtomicU64::new(0),
+        }
+    }
+
     fn local(&self, group: usize, rows: &Range<usize>) -> Range<usize> {
         let s = self.layout.starts[self.owner[group]];
         rows.start - s..rows.end - s
@@ -596,6 +617,17 @@ impl PartialStep for GbdtPass<'_> {
 
     fn is_active(&self, unit: &RwLock<Booster>) -> bool {
         !unit.read().unwrap().is_done()
+    }
+
+    /// Steps are rounds; a booster that stops early has none left.
+    fn progress(&self, group: usize, _k: usize, unit: &RwLock<Booster>) -> UnitProgress {
+        let b = unit.read().unwrap();
+        let done = b.rounds() as f64;
+        if b.is_done() {
+            UnitProgress::finished(done)
+        } else {
+            UnitProgress::known(done, (self.rounds[group] as f64 - done).max(1.0))
+        }
     }
 
     fn accumulate(
@@ -702,15 +734,15 @@ pub struct FittedBooster {
 
 /// The boosters of one histogram-size class: one driver group per (data
 /// group, config) booster.
-struct ClassUnits {
-    owner: Vec<usize>,
-    config_of: Vec<usize>,
-    units: Vec<Vec<RwLock<Booster>>>,
-    drows: Vec<Range<usize>>,
-    stats_len: usize,
+pub(super) struct ClassUnits {
+    pub owner: Vec<usize>,
+    pub config_of: Vec<usize>,
+    pub units: Vec<Vec<RwLock<Booster>>>,
+    pub drows: Vec<Range<usize>>,
+    pub stats_len: usize,
 }
 
-fn class_units(
+pub(super) fn class_units(
     input: &TrainData<'_>,
     layout: &GbdtLayout,
     configs: &[GbdtConfig],
@@ -779,13 +811,7 @@ pub fn explain_grouped(input: &TrainData<'_>, configs: &[GbdtConfig]) -> Explain
         .max_by_key(|(c, r)| (*r, *c))
         .map_or(1, |(c, _)| *c);
     let c = class_units(input, &layout, configs, &ks, class);
-    let family = GbdtPass {
-        layout: &layout,
-        owner: c.owner,
-        stats_len: c.stats_len,
-        hist_ns: AtomicU64::new(0),
-        round_ns: AtomicU64::new(0),
-    };
+    let family = GbdtPass::new(&layout, c.owner, &c.config_of, configs, c.stats_len);
     let mut e = explain(&family, c.units, &c.drows, input.threads);
     // Driver groups are boosters: report the data group each belongs to.
     for p in &mut e.strategies {
@@ -794,205 +820,4 @@ pub fn explain_grouped(input: &TrainData<'_>, configs: &[GbdtConfig]) -> Explain
         }
     }
     e
-}
-
-/// Fits every config of every group with `fit[g]` set (and the global model,
-/// `fit[n_groups]`); returns, per group, one [`FittedBooster`] per config
-/// (empty for groups not fitted).
-pub fn fit_grouped(
-    input: &TrainData<'_>,
-    configs: &[GbdtConfig],
-    progress: &mut dyn FnMut(PassProgress),
-) -> (Vec<Vec<FittedBooster>>, RunReport) {
-    let mut fit = GroupedFit::new(input, configs);
-    let mut binnings: Vec<Binning> = configs.iter().map(Binning::of).collect();
-    binnings.sort_unstable();
-    binnings.dedup();
-    for binning in binnings {
-        fit.run_binning(binning, progress);
-    }
-    if trace() {
-        fit.trace_times();
-    }
-    fit.finish()
-}
-
-/// A [`fit_grouped`] under way: the boosters fitted so far, the progress
-/// over every binning and class, and the report.
-struct GroupedFit<'a> {
-    input: &'a TrainData<'a>,
-    configs: &'a [GbdtConfig],
-    /// Per group, per config, its fitted booster.
-    out: Vec<Vec<Option<FittedBooster>>>,
-    total_units: usize,
-    done_units: usize,
-    report: RunReport,
-    /// Rows of the largest class run so far, whose strategy the report names.
-    strategy_rows: usize,
-    /// Seconds binning; thread-seconds building histograms and in rounds.
-    bin_s: f64,
-    hist_s: f64,
-    round_s: f64,
-}
-
-impl<'a> GroupedFit<'a> {
-    fn new(input: &'a TrainData<'a>, configs: &'a [GbdtConfig]) -> Self {
-        let n_all = input.n_groups + 1;
-        let out: Vec<Vec<Option<FittedBooster>>> = (0..n_all)
-            .map(|g| {
-                if input.fit[g] {
-                    vec![None; configs.len()]
-                } else {
-                    Vec::new()
-                }
-            })
-            .collect();
-        GroupedFit {
-            input,
-            configs,
-            out,
-            total_units: input.fit.iter().filter(|&&f| f).count() * configs.len(),
-            done_units: 0,
-            report: RunReport {
-                strategy: input.strategy,
-                passes: 0,
-                passes_s: 0.0,
-                cut_groups: 0,
-                group_s: vec![0.0; n_all],
-            },
-            strategy_rows: 0,
-            bin_s: 0.0,
-            hist_s: 0.0,
-            round_s: 0.0,
-        }
-    }
-
-    /// Bins the rows for the configs of `binning`, then runs their boosters
-    /// class by class (histogram sizes, powers of two), largest first.
-    fn run_binning(&mut self, binning: Binning, progress: &mut dyn FnMut(PassProgress)) {
-        let (input, configs) = (self.input, self.configs);
-        let n_all = input.n_groups + 1;
-        let ks: Vec<usize> = (0..configs.len())
-            .filter(|&k| Binning::of(&configs[k]) == binning)
-            .collect();
-        let t = Instant::now();
-        let layout = GbdtLayout::build(input, binning);
-        self.bin_s += t.elapsed().as_secs_f64();
-        let mut classes: Vec<usize> = (0..n_all)
-            .filter(|&g| input.fit[g])
-            .map(|g| layout.hist_len(g).next_power_of_two())
-            .collect();
-        classes.sort_unstable();
-        classes.dedup();
-        for class in classes.into_iter().rev() {
-            self.run_class(&layout, &ks, class, progress);
-        }
-    }
-
-    /// Runs the boosters of configs `ks` of the groups in histogram-size
-    /// class `class` to the end, and keeps their models.
-    fn run_class(
-        &mut self,
-        layout: &GbdtLayout,
-        ks: &[usize],
-        class: usize,
-        progress: &mut dyn FnMut(PassProgress),
-    ) {
-        let (input, configs) = (self.input, self.configs);
-        let ClassUnits {
-            owner,
-            config_of,
-            units,
-            drows,
-            stats_len,
-        } = class_units(input, layout, configs, ks, class);
-        let n_units = units.len();
-        let class_rows: usize = drows.iter().map(|r| r.len()).sum();
-        let family = GbdtPass {
-            layout,
-            owner,
-            stats_len,
-            hist_ns: AtomicU64::new(0),
-            round_ns: AtomicU64::new(0),
-        };
-        let max_rounds = ks
-            .iter()
-            .map(|&k| configs[k].rounds() as usize)
-            .max()
-            .unwrap_or(1);
-        let max_leaves = ks
-            .iter()
-            .map(|&k| configs[k].num_leaves() as usize)
-            .max()
-            .unwrap_or(2);
-        let (base, total_units, done_units) =
-            (self.report.passes, self.total_units, self.done_units);
-        let (units, r) = run_passes(
-            &family,
-            units,
-            &drows,
-            input.strategy,
-            input.threads,
-            max_rounds * (max_leaves + 1) + 1,
-            &mut |p| {
-                progress(PassProgress {
-                    pass: base + p.pass,
-                    active: total_units - done_units - (p.total - p.active),
-                    total: total_units,
-                })
-            },
-        );
-        self.done_units += n_units;
-        self.report.passes += r.passes;
-        self.report.passes_s += r.passes_s;
-        // The pass driver's groups here are boosters (one per group and config).
-        self.report.cut_groups = self.report.cut_groups.max(r.cut_groups);
-        self.hist_s += family.hist_ns.load(Ordering::Relaxed) as f64 * 1e-9;
-        self.round_s += family.round_ns.load(Ordering::Relaxed) as f64 * 1e-9;
-        if class_rows >= self.strategy_rows {
-            self.strategy_rows = class_rows;
-            self.report.strategy = r.strategy;
-        }
-        for (i, us) in units.into_iter().enumerate() {
-            let g = family.owner[i];
-            self.report.group_s[g] += r.group_s[i];
-            let view = layout.view(g);
-            let b = us.into_iter().next().unwrap().into_inner().unwrap();
-            self.out[g][config_of[i]] = Some(FittedBooster {
-                rounds: b.rounds(),
-                model: b.model(&view),
-            });
-        }
-    }
-
-    /// Where the time went (traced runs).
-    fn trace_times(&self) {
-        let (report, threads) = (&self.report, self.input.threads);
-        let worker_s = report.passes_s * threads as f64;
-        eprintln!(
-            "[groupfit] gbdt: binning {:.1} ms; in passes {:.2} s x {} workers = {:.2} thread-s: \
-             histogram building {:.2} thread-s ({:.0}%), rest of the boosting steps {:.2} thread-s",
-            self.bin_s * 1e3,
-            report.passes_s,
-            threads,
-            worker_s,
-            self.hist_s,
-            100.0 * self.hist_s / worker_s.max(1e-12),
-            self.round_s - self.hist_s,
-        );
-    }
-
-    /// Every booster fitted, and the report.
-    fn finish(self) -> (Vec<Vec<FittedBooster>>, RunReport) {
-        let fitted = self
-            .out
-            .into_iter()
-            .map(|us| {
-                us.into_iter()
-                    .map(|u| u.expect("every unit fitted"))
-                    .collect()
-            })
-            .collect();
-        (fitted, self.report)
-    }
 }

@@ -30,6 +30,7 @@ pub mod histogram;
 pub mod model;
 pub mod params;
 pub mod remote;
+pub mod run;
 pub mod split;
 pub mod tree;
 

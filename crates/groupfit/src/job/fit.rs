@@ -1,10 +1,10 @@
 //! Fitting: the family fits every (group, config) unit of a prepared job —
 //! the groups with their own models and the global model — in one run.
 
-use super::event::{trace_stamp, Event};
+use super::event::trace_stamp;
 use super::prepare::Prepared;
 use crate::error::Result;
-use crate::exec::RunReport;
+use crate::exec::{OnProgress, Progress, RunReport, Stage};
 use crate::family::{FamilyFit, UnitFit};
 use crate::store::FittedModel;
 
@@ -48,24 +48,42 @@ impl Fitted {
     }
 }
 
-/// Fits every unit of `prepared` with its family, reporting passes to `on`.
-pub(super) fn fit(prepared: &Prepared, on: &mut dyn FnMut(Event)) -> Result<Fitted> {
-    on(Event::Stage("training"));
+/// Fits every unit of `prepared` with its family, reporting progress to
+/// `on`; returns the fit and the last progress (all the work done).
+pub(super) fn fit(prepared: &Prepared, on: &mut OnProgress<'_>) -> Result<(Fitted, Progress)> {
+    on(Progress::stage(Stage::Layout));
+    let mut last = Progress::stage(Stage::Training);
     let FamilyFit {
         units,
         impute,
         report,
-    } = prepared
-        .family
-        .fit(&prepared.train_data(), &prepared.grid, &mut |pass| {
-            on(Event::Pass(pass))
-        })?;
+    } = prepared.family.fit(
+        &prepared.train_data(),
+        &prepared.grid,
+        &mut |p: Progress| {
+            // Training events only: a family's layout comes before them.
+            if p.stage == Stage::Training {
+                last = p;
+            }
+            on(p)
+        },
+    )?;
+    // Every model is trained: the work done is the whole.
+    let trained = Progress {
+        total: last.done,
+        models_done: last.models,
+        ..last
+    };
+    on(trained);
     trace_stamp(prepared.started, "fit");
     let not_converged = units.iter().flatten().filter(|u| !u.converged).count();
-    Ok(Fitted {
-        units,
-        impute,
-        report,
-        not_converged,
-    })
+    Ok((
+        Fitted {
+            units,
+            impute,
+            report,
+            not_converged,
+        },
+        trained,
+    ))
 }

@@ -11,7 +11,7 @@ use arrow_schema::{DataType, Schema};
 
 use super::arguments::TrainSpec;
 use super::columns::{check_present, plan_columns, ColumnAccount, ColumnPlan, Declared};
-use super::event::{trace_stamp, Event};
+use super::event::trace_stamp;
 use super::memory::{check, estimate, InputMemory, MemoryEstimate, MemoryLimit};
 use crate::data::categorical::{all_null, Dictionary, Encoding, FeatureKind};
 use crate::data::csv::is_csv;
@@ -20,6 +20,7 @@ use crate::data::{
     column_indices, missing_column, numeric_column, parquet_rows, read_table, table_schema, Column,
 };
 use crate::error::{GroupfitError, Result};
+use crate::exec::{OnProgress, Progress, Stage};
 use crate::registry::AnyFamily;
 use crate::tune::ConfigEntry;
 use crate::util::par::resolve_threads;
@@ -104,7 +105,7 @@ pub(super) fn read_files(
     family: &dyn AnyFamily,
     grid: &[ConfigEntry],
     limit: Option<&MemoryLimit>,
-    on: &mut dyn FnMut(Event),
+    on: &mut OnProgress<'_>,
 ) -> Result<Tables> {
     let path = spec.data.as_path();
     let schema = table_schema(path)?;
@@ -117,7 +118,7 @@ pub(super) fn read_files(
         }
         None => None,
     };
-    on(Event::Stage("reading"));
+    on(Progress::stage(Stage::Reading));
     let wanted = wanted_columns(spec, &plan.features);
     let head = spec.by.len() + 1;
     let threads = resolve_threads(spec.threads);

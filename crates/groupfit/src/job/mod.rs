@@ -45,10 +45,10 @@ mod split;
 mod summary;
 mod validation;
 
+pub use crate::exec::{OnProgress, Progress, Stage};
 pub use arguments::TrainSpec;
 pub use columns::ColumnAccount;
 use event::trace_stamp;
-pub use event::Event;
 pub use explain::{
     explain, explain_on, explain_table, Calibration, CutGroup, ExplainOutput, NetworkTerm,
     RemoteWorkers, StrategyExplain,
@@ -66,7 +66,7 @@ use prepare::{prepare, Job, Prepared};
 
 /// Trains one model per (group, config) from Parquet or CSV files
 /// (`spec.data`, `spec.valid`), selects per group, and returns the bundle.
-pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput> {
+pub fn train(spec: &TrainSpec, on: &mut OnProgress<'_>) -> Result<TrainOutput> {
     train_with(spec, family(&spec.model)?.as_ref(), on)
 }
 
@@ -77,7 +77,7 @@ pub fn train(spec: &TrainSpec, on: &mut dyn FnMut(Event)) -> Result<TrainOutput>
 pub fn train_with(
     spec: &TrainSpec,
     family: &dyn AnyFamily,
-    on: &mut dyn FnMut(Event),
+    on: &mut OnProgress<'_>,
 ) -> Result<TrainOutput> {
     train_from(spec, family, on, |on, started, grid, limit| {
         let tables = input::read_files(spec, family, grid, limit, on)?;
@@ -94,7 +94,7 @@ pub fn train_table(
     spec: &TrainSpec,
     train: &RecordBatch,
     valid: Option<&RecordBatch>,
-    on: &mut dyn FnMut(Event),
+    on: &mut OnProgress<'_>,
 ) -> Result<TrainOutput> {
     train_table_with(spec, family(&spec.model)?.as_ref(), train, valid, on)
 }
@@ -105,7 +105,7 @@ pub fn train_table_with(
     family: &dyn AnyFamily,
     train: &RecordBatch,
     valid: Option<&RecordBatch>,
-    on: &mut dyn FnMut(Event),
+    on: &mut OnProgress<'_>,
 ) -> Result<TrainOutput> {
     train_from(spec, family, on, |_, _, grid, limit| {
         input::from_batches(spec, family, grid, limit, train, valid)
@@ -118,9 +118,9 @@ pub fn train_table_with(
 fn train_from(
     spec: &TrainSpec,
     family: &dyn AnyFamily,
-    on: &mut dyn FnMut(Event),
+    on: &mut OnProgress<'_>,
     load: impl FnOnce(
-        &mut dyn FnMut(Event),
+        &mut OnProgress<'_>,
         Instant,
         &[ConfigEntry],
         Option<&MemoryLimit>,
@@ -142,13 +142,13 @@ fn train_from(
 fn train_prepared(
     mut prepared: Prepared,
     limit: Option<MemoryLimit>,
-    on: &mut dyn FnMut(Event),
+    on: &mut OnProgress<'_>,
 ) -> Result<TrainOutput> {
     if let Some(mode) = pooling::mode(&prepared) {
         mode.check_rows(prepared.split.train_rows.len() as u64)?;
     }
-    let mut fitted = fit::fit(&prepared, on)?;
-    on(Event::Stage("scoring"));
+    let (mut fitted, trained) = fit::fit(&prepared, on)?;
+    on(trained.at(Stage::Scoring));
     let mut levels = Vec::new();
     let mut level_models = 0;
     // The global model (with levels, the root's units) is scored once for all levels.

@@ -8,7 +8,7 @@ use crate::data::layout::{GroupedMatrix, LayoutInput};
 use crate::data::onehot::{self, Cap, OneHotPlan, PlanInput};
 use crate::data::Task;
 use crate::error::Result;
-use crate::exec::{Explain, PassProgress};
+use crate::exec::{Explain, OnProgress};
 use crate::family::{
     fit_parts, Family, FamilyFit, MemoryShape, MemoryTerm, ShardNeeds, TrainData, UnitFit,
 };
@@ -73,7 +73,7 @@ fn fit_layout(
     data: &TrainData<'_>,
     configs: &[LinearConfig],
     cap: Option<Cap>,
-    on: &mut dyn FnMut(PassProgress),
+    on: &mut OnProgress<'_>,
 ) -> Result<FamilyFit<LinearModel>> {
     let matrix = layout(data, cap)?;
     if crate::util::trace::trace() {
@@ -186,14 +186,14 @@ impl Family for Linear {
         &self,
         data: &TrainData<'_>,
         points: &[ConfigEntry],
-        on: &mut dyn FnMut(PassProgress),
+        on: &mut OnProgress<'_>,
     ) -> Result<FamilyFit<LinearModel>> {
         let configs = configs(points)?;
         let parts = onehot::layout_parts(data.kinds, configs.iter().map(LinearConfig::cap));
         let ks: Vec<Vec<usize>> = parts.iter().map(|p| p.1.clone()).collect();
-        fit_parts(&ks, configs.len(), |i, ks| {
+        fit_parts(data, &ks, on, |i, ks, on| {
             let sub: Vec<LinearConfig> = ks.iter().map(|&k| configs[k]).collect();
-            fit_layout(data, &sub, parts[i].0, &mut *on)
+            fit_layout(data, &sub, parts[i].0, on)
         })
     }
 

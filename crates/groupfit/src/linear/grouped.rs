@@ -9,12 +9,16 @@ use super::params::LinearConfig;
 use super::solver::{self, Scratch, Status, UnitState};
 use crate::data::layout::GroupedMatrix;
 use crate::data::Task;
-use crate::exec::{explain, run_passes, Explain, PartialStep, PassProgress, RunReport};
+use crate::exec::{explain, run_passes, Explain, OnProgress, PartialStep, RunReport, UnitProgress};
 use crate::plan::Strategy;
 
 /// One-hot columns of a feature below which the Newton solve keeps them in
 /// the factorisation (eliminating a few saves less than it costs).
 const MIN_ELIMINATED: usize = 8;
+
+/// The passes a unit is expected to take before any has stopped (progress
+/// only): Newton steps and their line searches on the benchmark data.
+const EXPECTED_PASSES: f64 = 8.0;
 
 /// The linear family over one layout and one grid.
 pub struct LinearPass<'a> {
@@ -119,6 +123,20 @@ impl PartialStep for LinearPass<'_> {
             .filter(|b| b.index % stride == 0)
             .map(|b| b.y.len())
             .sum()
+    }
+
+    /// Steps are passes; how many a unit takes is estimated until it stops.
+    fn progress(&self, _group: usize, _k: usize, unit: &UnitState) -> UnitProgress {
+        let done = unit.passes as f64;
+        if unit.status == Status::Active {
+            UnitProgress::estimated(done)
+        } else {
+            UnitProgress::finished(done)
+        }
+    }
+
+    fn expected_steps(&self) -> f64 {
+        EXPECTED_PASSES
     }
 
     fn whole_steps(&self) -> usize {
@@ -265,7 +283,7 @@ pub fn fit_grouped(
     fit: &[bool],
     strategy: Strategy,
     workers: usize,
-    progress: &mut dyn FnMut(PassProgress),
+    progress: &mut OnProgress<'_>,
 ) -> (Vec<Vec<FittedUnit>>, RunReport) {
     let (units, rows) = initial_units(matrix, task, configs.len(), fit);
     let family = LinearPass::new(matrix, task, configs);

@@ -7,7 +7,7 @@ use super::params::{display_param, encode_param, word_form, MlpConfig, MlpParams
 use crate::data::onehot::{self, Cap, OneHotPlan, PlanInput};
 use crate::data::Task;
 use crate::error::{GroupfitError, Result};
-use crate::exec::{explain, Explain, PassProgress};
+use crate::exec::{explain, Explain, OnProgress};
 use crate::family::{
     fit_parts, Family, FamilyFit, MemoryShape, MemoryTerm, ShardNeeds, TrainData, UnitFit,
 };
@@ -189,7 +189,7 @@ impl Family for Mlp {
         &self,
         data: &TrainData<'_>,
         points: &[ConfigEntry],
-        on: &mut dyn FnMut(PassProgress),
+        on: &mut OnProgress<'_>,
     ) -> Result<FamilyFit<MlpModel>> {
         let configs = configs(points)?;
         // Targets are float32 in training: one past its range would be
@@ -207,9 +207,9 @@ impl Family for Mlp {
         }
         let parts = onehot::layout_parts(data.kinds, configs.iter().map(MlpConfig::cap));
         let ks: Vec<Vec<usize>> = parts.iter().map(|p| p.1.clone()).collect();
-        fit_parts(&ks, configs.len(), |i, ks| {
+        fit_parts(data, &ks, on, |i, ks, on| {
             let sub: Vec<MlpConfig> = ks.iter().map(|&k| configs[k].clone()).collect();
-            fit_layout(data, &sub, parts[i].0, &mut *on)
+            fit_layout(data, &sub, parts[i].0, on)
         })
     }
 }
@@ -219,7 +219,7 @@ fn fit_layout(
     data: &TrainData<'_>,
     configs: &[MlpConfig],
     cap: Option<Cap>,
-    on: &mut dyn FnMut(PassProgress),
+    on: &mut OnProgress<'_>,
 ) -> Result<FamilyFit<MlpModel>> {
     let t = std::time::Instant::now();
     let (impute, layout, streams) = prepare(data, cap);

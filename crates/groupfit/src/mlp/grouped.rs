@@ -26,7 +26,7 @@ use super::model::MlpModel;
 use super::params::MlpConfig;
 use crate::data::onehot::{lookup, OneHotPlan};
 use crate::data::{Column, Task};
-use crate::exec::{run_passes, PartialStep, PassProgress, RunReport};
+use crate::exec::{run_passes, OnProgress, PartialStep, RunReport, UnitProgress};
 use crate::plan::Strategy;
 
 /// The training rows of every fitted group, standardised by the group's own
@@ -605,6 +605,17 @@ impl PartialStep for MlpPass<'_> {
         WHOLE_STEPS
     }
 
+    /// Steps are mini-batch steps, every epoch's known in advance.
+    fn progress(&self, group: usize, k: usize, unit: &MlpUnit) -> UnitProgress {
+        let per_epoch = steps_per_epoch(self.whole_rows(group), &self.configs[k]);
+        let done = (unit.epoch as usize * per_epoch + unit.batch) as f64;
+        if unit.done {
+            UnitProgress::finished(done)
+        } else {
+            UnitProgress::known(done, self.steps_left(group, k, unit) as f64)
+        }
+    }
+
     fn steps_left(&self, group: usize, k: usize, unit: &MlpUnit) -> usize {
         if unit.done {
             return 0;
@@ -834,7 +845,7 @@ pub fn fit_grouped(
     data: &MlpData,
     configs: &[MlpConfig],
     opt: FitOptions<'_>,
-    progress: &mut dyn FnMut(PassProgress),
+    progress: &mut OnProgress<'_>,
 ) -> (Vec<Vec<FittedUnit>>, RunReport, f64) {
     let family = MlpPass::new(data, opt.task, configs, opt.streams, opt.seed);
     let n_units_groups = opt.fit.len();

@@ -552,7 +552,7 @@ mod tests {
                 threads: 1,
                 seed: 7,
             };
-            let (native, _) = crate::gbdt::grouped::fit_grouped(&input, &configs, &mut |_| {});
+            let (native, _) = crate::gbdt::run::fit_grouped(&input, &configs, &mut |_| {});
             let (order, start) = group_sorted(&rows, &group_of, ng);
             let mut group_rows: Vec<usize> = (0..ng).map(|g| start[g + 1] - start[g]).collect();
             group_rows.push(rows.len());
