@@ -8,7 +8,7 @@ use std::sync::Arc;
 use arrow_array::{Array, ArrayRef, Float32Array, Float64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use groupfit::data::Task;
-use groupfit::job::{predict_batch, train, write_parquet, Event, TrainOutput, TrainSpec};
+use groupfit::job::{predict_batch, train, write_parquet, Progress, TrainOutput, TrainSpec};
 use groupfit::linear::LinearModel;
 use groupfit::plan::Strategy;
 use groupfit::store::{FittedModel, ModelBundle};
@@ -184,7 +184,7 @@ pub fn fit(path: &Path, r: &Run) -> TrainOutput {
         task: Some(r.task),
         ..TrainSpec::new(path, vec!["g".into()], "y")
     };
-    let out = train(&spec, &mut |_e: Event| {}).unwrap();
+    let out = train(&spec, &mut |_e: Progress| {}).unwrap();
     assert_eq!(out.summary.not_converged, 0, "every unit converges");
     if r.strategy != Strategy::Auto {
         assert_eq!(out.summary.strategy, r.strategy.name());

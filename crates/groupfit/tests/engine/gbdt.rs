@@ -7,7 +7,7 @@ use std::path::Path;
 use arrow_array::{Array, Float64Array, RecordBatch};
 use groupfit::data::Task;
 use groupfit::gbdt::GbdtModel;
-use groupfit::job::{predict_batch, train, Event, TrainOutput, TrainSpec};
+use groupfit::job::{predict_batch, train, Progress, TrainOutput, TrainSpec};
 use groupfit::plan::Strategy;
 use groupfit::store::{FittedModel, ModelBundle};
 
@@ -89,7 +89,7 @@ fn fit_gbdt(
         task: Some(task),
         ..TrainSpec::new(path, vec!["g".into()], "y")
     };
-    let out = train(&spec, &mut |_e: Event| {}).unwrap();
+    let out = train(&spec, &mut |_e: Progress| {}).unwrap();
     if strategy != Strategy::Auto {
         assert_eq!(out.summary.strategy, strategy.name());
     }
@@ -311,7 +311,7 @@ fn gbdt_model_file_round_trip_predicts_identically() {
         task: Some(Task::Binary),
         ..TrainSpec::new(&all, vec!["g".into()], "y")
     };
-    let out = train(&spec, &mut |_e: Event| {}).unwrap();
+    let out = train(&spec, &mut |_e: Progress| {}).unwrap();
     assert_eq!(out.bundle.family, "gbdt");
     assert!(
         out.bundle.impute.is_empty(),
@@ -652,7 +652,7 @@ fn gbdt_categorical_round_trip_null_and_unseen_go_right() {
         task: Some(task),
         ..TrainSpec::new(&all, vec!["g".into()], "y")
     };
-    let out = train(&spec, &mut |_e: Event| {}).unwrap();
+    let out = train(&spec, &mut |_e: Progress| {}).unwrap();
     let path = dir.path().join("m.gfm");
     out.bundle.save(&path).unwrap();
     let loaded = ModelBundle::load(&path).unwrap();
@@ -825,7 +825,7 @@ fn gbdt_golden_categorical_model_file_still_loads_and_predicts() {
                 "y",
             )
         };
-        let out = train(&spec, &mut |_e: Event| {}).unwrap();
+        let out = train(&spec, &mut |_e: Progress| {}).unwrap();
         out.bundle.save(&path).unwrap();
         groupfit::job::write_parquet(&rows, &golden_cat_rows()).unwrap();
         bless_expected(&path, &rows, &expected_path, stem, version);

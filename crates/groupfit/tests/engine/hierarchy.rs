@@ -10,7 +10,7 @@ use arrow_array::{ArrayRef, Float64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use groupfit::data::keys::display_key;
 use groupfit::data::Task;
-use groupfit::job::{train, write_parquet, Event, TrainSpec};
+use groupfit::job::{train, write_parquet, Progress, TrainSpec};
 use groupfit::linear::LinearModel;
 use groupfit::plan::Strategy;
 use groupfit::store::{GroupEntry, ModelBundle};
@@ -91,13 +91,13 @@ fn every_level_equals_its_own_run_under_every_strategy() {
     let path = write(&t, &regions, &dir.path().join("t.parquet"));
     let stores = train(
         &spec(&path, &["region", "g"], false, Strategy::Auto),
-        &mut |_: Event| {},
+        &mut |_: Progress| {},
     )
     .unwrap()
     .bundle;
     let alone = train(
         &spec(&path, &["region"], false, Strategy::Auto),
-        &mut |_: Event| {},
+        &mut |_: Progress| {},
     )
     .unwrap()
     .bundle;
@@ -110,7 +110,7 @@ fn every_level_equals_its_own_run_under_every_strategy() {
         let what = format!("{strategy:?}");
         let h = train(
             &spec(&path, &["region", "g"], true, strategy),
-            &mut |_: Event| {},
+            &mut |_: Progress| {},
         )
         .unwrap()
         .bundle;
@@ -141,7 +141,7 @@ fn rows_without_their_own_model_go_to_the_nearest_level_with_one() {
     let path = write(&t, &regions, &dir.path().join("t.parquet"));
     let out = train(
         &spec(&path, &["region", "g"], true, Strategy::Auto),
-        &mut |_: Event| {},
+        &mut |_: Progress| {},
     )
     .unwrap();
     let b = &out.bundle;
@@ -203,7 +203,7 @@ fn hierarchy_needs_two_key_columns() {
     let path = write(&t, &regions, &dir.path().join("t.parquet"));
     let e = train(
         &spec(&path, &["g"], true, Strategy::Auto),
-        &mut |_: Event| {},
+        &mut |_: Progress| {},
     )
     .unwrap_err()
     .to_string();
@@ -231,7 +231,7 @@ fn golden_hierarchy_file_still_loads_and_predicts() {
         let data = write(&t, &regions, &tmp.path().join("t.parquet"));
         let bundle = train(
             &spec(&data, &["region", "g"], true, Strategy::Auto),
-            &mut |_: Event| {},
+            &mut |_: Progress| {},
         )
         .unwrap()
         .bundle;
@@ -314,7 +314,7 @@ fn auto_pooling_is_the_same_blend_under_every_strategy() {
             threads,
             ..spec(&path, &["region", "g"], true, strategy)
         };
-        let out = train(&s, &mut |_: Event| {}).unwrap();
+        let out = train(&s, &mut |_: Progress| {}).unwrap();
         let b = out.bundle;
         let pooling = b.pooling.clone().expect("auto by default");
         assert_eq!(pooling.mode, groupfit::tune::shrinkage::Shrinkage::Auto);
@@ -372,7 +372,7 @@ fn golden_pooling_file_still_loads_and_predicts() {
             valid_fraction: 0.3,
             ..spec(&data, &["region", "g"], true, Strategy::Auto)
         };
-        let bundle = train(&s, &mut |_: Event| {}).unwrap().bundle;
+        let bundle = train(&s, &mut |_: Progress| {}).unwrap().bundle;
         bundle.save(&path).unwrap();
         crate::common::bless_expected(&path, &rows, &expected_path, stem, 8);
     }

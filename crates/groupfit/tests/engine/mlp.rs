@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use groupfit::data::Task;
-use groupfit::job::{train, Event, TrainOutput, TrainSpec};
+use groupfit::job::{train, Progress, TrainOutput, TrainSpec};
 use groupfit::mlp::MlpModel;
 use groupfit::plan::Strategy;
 use groupfit::store::{FittedModel, ModelBundle};
@@ -95,7 +95,7 @@ fn mlp_train(
         task: Some(task),
         ..TrainSpec::new(path, vec!["g".into()], "y")
     };
-    let out = train(&spec, &mut |_e: Event| {}).unwrap();
+    let out = train(&spec, &mut |_e: Progress| {}).unwrap();
     if strategy != Strategy::Auto {
         assert_eq!(out.summary.strategy, strategy.name());
     }

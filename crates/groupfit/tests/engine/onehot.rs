@@ -12,7 +12,7 @@ use arrow_array::{ArrayRef, Float32Array, Float64Array, RecordBatch, StringArray
 use arrow_schema::{DataType, Field, Schema};
 use groupfit::data::categorical::NULL_CODE;
 use groupfit::data::Task;
-use groupfit::job::{train, write_parquet, Event, TrainOutput, TrainSpec};
+use groupfit::job::{train, write_parquet, Progress, TrainOutput, TrainSpec};
 use groupfit::linear::LinearModel;
 use groupfit::mlp::MlpModel;
 use groupfit::plan::Strategy;
@@ -208,7 +208,7 @@ fn cat_fit(path: &Path, r: &CatRun) -> TrainOutput {
         task: Some(r.task),
         ..TrainSpec::new(path, vec!["g".into()], "y")
     };
-    let out = train(&spec, &mut |_e: Event| {}).unwrap();
+    let out = train(&spec, &mut |_e: Progress| {}).unwrap();
     if r.model == "linear" {
         assert_eq!(out.summary.not_converged, 0, "every unit converges");
     }
@@ -668,7 +668,7 @@ fn golden_categorical(stem: &str, model: &str, params: &[&str]) {
             task: Some(Task::Binary),
             ..TrainSpec::new(train_path, vec!["g".into()], "y")
         };
-        let bundle = train(&spec, &mut |_e: Event| {}).unwrap().bundle;
+        let bundle = train(&spec, &mut |_e: Progress| {}).unwrap().bundle;
         bundle.save(&path).unwrap();
         golden_rows().write(&rows);
         bless_expected(&path, &rows, &expected_path, stem, 6);

@@ -8,7 +8,7 @@ use arrow_array::{Float32Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use groupfit::data::Task;
 use groupfit::gbdt::GbdtModel;
-use groupfit::job::{predict_batch, train, write_parquet, Event, TrainSpec};
+use groupfit::job::{predict_batch, train, write_parquet, Progress, TrainSpec};
 use groupfit::store::{FittedModel, ModelBundle, FORMAT_VERSION};
 use groupfit::GroupfitError;
 
@@ -378,7 +378,7 @@ fn golden_train(dir: &Path, model: &str, params: &[&str]) -> ModelBundle {
         task: Some(Task::Binary),
         ..TrainSpec::new(golden_table(dir), vec!["g".into()], "y")
     };
-    let out = train(&spec, &mut |_e: Event| {}).unwrap();
+    let out = train(&spec, &mut |_e: Progress| {}).unwrap();
     assert_eq!(out.summary.fallback.few_rows, 1);
     assert_eq!(out.summary.fallback.one_class, 1);
     out.bundle
@@ -492,8 +492,8 @@ fn without_the_global_model_groups_keep_their_models_and_predict_names_a_group_w
             global_model,
             ..TrainSpec::new(&path, vec!["g".into()], "y")
         };
-        let with = train(&spec(true), &mut |_e: Event| {}).unwrap();
-        let without = train(&spec(false), &mut |_e: Event| {}).unwrap();
+        let with = train(&spec(true), &mut |_e: Progress| {}).unwrap();
+        let without = train(&spec(false), &mut |_e: Progress| {}).unwrap();
         let (s, b) = (&without.summary, &without.bundle);
         assert!(b.global.is_none(), "{model}");
         assert_eq!(s.global_config, None, "{model}");
