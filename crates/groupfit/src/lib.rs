@@ -7,13 +7,16 @@
 //! ## Quick start
 //!
 //! ```no_run
-//! use groupfit::job::{train, TrainSpec, Event};
+//! use groupfit::job::{train, Progress, TrainSpec};
 //!
 //! let spec = TrainSpec {
 //!     params: vec!["C=0.01,0.1,1,10".into()],
 //!     ..TrainSpec::new("train.parquet", vec!["group".into()], "label")
 //! };
-//! let out = train(&spec, &mut |_e: Event| {}).unwrap();
+//! let out = train(&spec, &mut |p: Progress| {
+//!     eprintln!("{} {:.0}%", p.stage.name(), 100.0 * p.fraction())
+//! })
+//! .unwrap();
 //! println!("{} groups, mean validation log-loss {:?}", out.summary.groups, out.summary.valid_logloss);
 //! out.bundle.save(std::path::Path::new("model.gfm")).unwrap();
 //! ```

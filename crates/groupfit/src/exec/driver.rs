@@ -315,9 +315,9 @@ impl GroupClock {
         GroupClock((0..groups).map(|_| AtomicU64::new(0)).collect())
     }
 
-    /// Adds the time since `since` to group `g`.
-    fn add(&self, g: usize, since: Instant) {
-        self.0[g].fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    /// Adds the time from `since` to `now` to group `g`.
+    fn add(&self, g: usize, since: Instant, now: Instant) {
+        self.0[g].fetch_add((now - since).as_nanos() as u64, Ordering::Relaxed);
     }
 
     /// Per group, seconds.
@@ -328,6 +328,10 @@ impl GroupClock {
             .collect()
     }
 }
+
+/// Rows of a whole group from which its every step reads the clock for
+/// progress (a smaller group's steps read it every 8 steps).
+const LONG_STEP_ROWS: usize = 4096;
 
 /// What the workers record as groups step: each group's time and the
 /// run's progress.
@@ -368,16 +372,40 @@ impl<'a, 'b> Books<'a, 'b> {
         t
     }
 
-    /// Group `g`'s units after a step: adds their change since `before`.
-    fn after<F: PartialStep>(&self, family: &F, g: usize, units: &[F::Unit], mut before: Tally) {
+    /// Group `g`'s units after a step: adds their change since `before`
+    /// to `local`, the worker's own tally (see [`Books::stepped`]).
+    fn after<F: PartialStep>(
+        &self,
+        family: &F,
+        g: usize,
+        units: &[F::Unit],
+        mut before: Tally,
+        local: &mut Tally,
+    ) {
         tally_group(family, g, units, self.meter.price(g), 1.0, &mut before);
-        self.meter.add(&before);
+        local.merge(&before);
     }
 
     /// Records group `g`'s time since `since`, and sends progress when due.
-    fn stepped<F: PartialStep>(&self, family: &F, g: usize, since: Instant) {
-        self.clock.add(g, since);
-        self.meter.tick(family.expected_steps());
+    fn stepped<F: PartialStep>(&self, family: &F, g: usize, since: Instant, local: &mut Tally) {
+        let now = Instant::now();
+        self.clock.add(g, since, now);
+        self.tick(family, now, local);
+    }
+
+    /// When an event is due at `now`, adds the worker's `local` tally to
+    /// the meter and sends it.
+    fn tick<F: PartialStep>(&self, family: &F, now: Instant, local: &mut Tally) {
+        if self.meter.due(now) {
+            self.flush(local);
+            self.meter.tick(family.expected_steps());
+        }
+    }
+
+    /// Adds the worker's `local` tally to the meter (at the end of its part
+    /// of a stage, so the driver's events see every step).
+    fn flush(&self, local: &mut Tally) {
+        self.meter.add(&std::mem::take(local));
     }
 }
 
@@ -576,15 +604,30 @@ fn scan_shards<F: PartialStep>(
     let mut buf: Vec<f64> = Vec::new();
     let mut ks: Vec<usize> = Vec::new();
     let mut partials = Vec::new();
+    let mut local = Tally::default();
     for s in shards {
         if s.whole {
-            for _ in 0..steps {
-                let t = Instant::now();
-                if !step_whole(family, groups, s, scratch, &mut buf, &mut ks, books) {
+            // A small group's steps are short: the clock is read after
+            // every few (for progress) and once for the group's time.
+            let t = Instant::now();
+            let every = if s.rows.len() >= LONG_STEP_ROWS { 1 } else { 8 };
+            for i in 0..steps {
+                if !step_whole(
+                    family,
+                    groups,
+                    s,
+                    scratch,
+                    (&mut buf, &mut ks),
+                    books,
+                    &mut local,
+                ) {
                     break;
                 }
-                books.stepped(family, s.group, t);
+                if i % every == every - 1 {
+                    books.tick(family, Instant::now(), &mut local);
+                }
             }
+            books.stepped(family, s.group, t, &mut local);
         } else {
             let t = Instant::now();
             let units = groups[s.group].read().unwrap();
@@ -603,22 +646,25 @@ fn scan_shards<F: PartialStep>(
                     .map(|(i, (k, _))| (*k, out[i * len..(i + 1) * len].to_vec()))
                     .collect(),
             });
-            books.stepped(family, s.group, t);
+            books.stepped(family, s.group, t, &mut local);
         }
     }
+    books.flush(&mut local);
     partials
 }
 
 /// One update of the active units of the whole group of shard `s`
-/// (accumulate over all its rows, then apply); false when none is active.
+/// (accumulate over all its rows, then apply, with the caller's buffers for
+/// their statistics and indices); false when none is active. Its progress
+/// goes to the worker's `local` tally.
 fn step_whole<F: PartialStep>(
     family: &F,
     groups: &[RwLock<Vec<F::Unit>>],
     s: &crate::plan::Shard,
     scratch: &mut F::Scratch,
-    buf: &mut Vec<f64>,
-    ks: &mut Vec<usize>,
+    (buf, ks): (&mut Vec<f64>, &mut Vec<usize>),
     books: &Books,
+    local: &mut Tally,
 ) -> bool {
     let len = family.stats_len();
     let mut units = groups[s.group].write().unwrap();
@@ -634,7 +680,7 @@ fn step_whole<F: PartialStep>(
     family.accumulate(s.group, &active, s.rows.clone(), buf, scratch);
     drop(active);
     family.apply_group(s.group, &mut units, ks, buf, scratch);
-    books.after(family, s.group, &units, before);
+    books.after(family, s.group, &units, before, local);
     true
 }
 
@@ -655,6 +701,7 @@ fn step_while_others_work<F: PartialStep>(
 ) {
     let mut buf: Vec<f64> = Vec::new();
     let mut ks: Vec<usize> = Vec::new();
+    let mut local = Tally::default();
     'outer: while finished.load(Ordering::Acquire) < target {
         let mut any = false;
         for s in shards.iter().filter(|s| s.whole) {
@@ -662,13 +709,22 @@ fn step_while_others_work<F: PartialStep>(
                 break 'outer;
             }
             let t = Instant::now();
-            any |= step_whole(family, groups, s, scratch, &mut buf, &mut ks, books);
-            books.stepped(family, s.group, t);
+            any |= step_whole(
+                family,
+                groups,
+                s,
+                scratch,
+                (&mut buf, &mut ks),
+                books,
+                &mut local,
+            );
+            books.stepped(family, s.group, t, &mut local);
         }
         if !any {
             break;
         }
     }
+    books.flush(&mut local);
 }
 
 /// Reduces the partial statistics of cut groups in row order, then updates them.
@@ -680,6 +736,7 @@ fn reduce_and_apply<F: PartialStep>(
     books: &Books,
 ) {
     partials.sort_by_key(|p| (p.group, p.start));
+    let mut local = Tally::default();
     let mut i = 0;
     while i < partials.len() {
         let t = Instant::now();
@@ -702,11 +759,12 @@ fn reduce_and_apply<F: PartialStep>(
         let mut units = groups[g].write().unwrap();
         let before = books.before(family, g, &units);
         family.apply_group(g, &mut units, &ks, &mut stats, scratch);
-        books.after(family, g, &units, before);
+        books.after(family, g, &units, before, &mut local);
         drop(units);
-        books.stepped(family, g, t);
+        books.stepped(family, g, t, &mut local);
         i = j;
     }
+    books.flush(&mut local);
 }
 
 #[cfg(test)]

@@ -157,7 +157,8 @@ impl Tally {
         }
     }
 
-    fn merge(&mut self, o: &Tally) {
+    /// Adds `o`.
+    pub fn merge(&mut self, o: &Tally) {
         self.done += o.done;
         self.left += o.left;
         self.per_expected += o.per_expected;
@@ -220,6 +221,12 @@ impl<'a, 'b> Meter<'a, 'b> {
     /// Adds a group's change of tally (its units after a step less before).
     pub fn add(&self, change: &Tally) {
         self.tally.lock().unwrap().merge(change);
+    }
+
+    /// Whether an event is due at `now`.
+    pub fn due(&self, now: Instant) -> bool {
+        let at = now.saturating_duration_since(self.start).as_nanos() as u64;
+        at >= self.due_ns.load(Ordering::Relaxed)
     }
 
     /// Sends an event if one is due (at most every 100 ms); `prior` is the
