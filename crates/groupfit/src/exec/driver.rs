@@ -7,16 +7,16 @@
 //! nested pools.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, RwLock};
 use std::time::Instant;
 
 use super::barrier::SpinBarrier;
+use super::books::{Books, LONG_STEP_ROWS};
 use super::calibrate;
-use super::progress::{Meter, OnProgress, Tally};
+use super::progress::{OnProgress, Tally};
 use super::step::{
-    active_counts, active_units, count_active, group_loads, heavy_counts, steps_counts,
-    tally_group, PartialStep,
+    active_counts, active_units, count_active, group_loads, heavy_counts, steps_counts, PartialStep,
 };
 use crate::plan::{CostModel, GroupLoad, Plan, Strategy};
 use crate::util::trace::trace;
@@ -306,109 +306,6 @@ struct Partial {
     stats: Vec<(usize, Vec<f64>)>,
 }
 
-/// Per group, the nanoseconds its scans and updates took, summed over the
-/// workers: two clock reads per group and step.
-struct GroupClock(Vec<AtomicU64>);
-
-impl GroupClock {
-    fn new(groups: usize) -> Self {
-        GroupClock((0..groups).map(|_| AtomicU64::new(0)).collect())
-    }
-
-    /// Adds the time from `since` to `now` to group `g`.
-    fn add(&self, g: usize, since: Instant, now: Instant) {
-        self.0[g].fetch_add((now - since).as_nanos() as u64, Ordering::Relaxed);
-    }
-
-    /// Per group, seconds.
-    fn seconds(&self) -> Vec<f64> {
-        self.0
-            .iter()
-            .map(|ns| ns.load(Ordering::Relaxed) as f64 * 1e-9)
-            .collect()
-    }
-}
-
-/// Rows of a whole group from which its every step reads the clock for
-/// progress (a smaller group's steps read it every 8 steps).
-const LONG_STEP_ROWS: usize = 4096;
-
-/// What the workers record as groups step: each group's time and the
-/// run's progress.
-struct Books<'a, 'b> {
-    clock: GroupClock,
-    meter: Meter<'a, 'b>,
-}
-
-impl<'a, 'b> Books<'a, 'b> {
-    fn new<F: PartialStep>(
-        family: &F,
-        groups: &[RwLock<Vec<F::Unit>>],
-        prices: Vec<f64>,
-        models: usize,
-        on: &'a mut OnProgress<'b>,
-    ) -> Self {
-        let mut tally = Tally::default();
-        for (g, units) in groups.iter().enumerate() {
-            tally_group(
-                family,
-                g,
-                &units.read().unwrap(),
-                prices[g],
-                1.0,
-                &mut tally,
-            );
-        }
-        Books {
-            clock: GroupClock::new(groups.len()),
-            meter: Meter::new(prices, tally, models, on),
-        }
-    }
-
-    /// Group `g`'s units before a step: their tally, to be taken away.
-    fn before<F: PartialStep>(&self, family: &F, g: usize, units: &[F::Unit]) -> Tally {
-        let mut t = Tally::default();
-        tally_group(family, g, units, self.meter.price(g), -1.0, &mut t);
-        t
-    }
-
-    /// Group `g`'s units after a step: adds their change since `before`
-    /// to `local`, the worker's own tally (see [`Books::stepped`]).
-    fn after<F: PartialStep>(
-        &self,
-        family: &F,
-        g: usize,
-        units: &[F::Unit],
-        mut before: Tally,
-        local: &mut Tally,
-    ) {
-        tally_group(family, g, units, self.meter.price(g), 1.0, &mut before);
-        local.merge(&before);
-    }
-
-    /// Records group `g`'s time since `since`, and sends progress when due.
-    fn stepped<F: PartialStep>(&self, family: &F, g: usize, since: Instant, local: &mut Tally) {
-        let now = Instant::now();
-        self.clock.add(g, since, now);
-        self.tick(family, now, local);
-    }
-
-    /// When an event is due at `now`, adds the worker's `local` tally to
-    /// the meter and sends it.
-    fn tick<F: PartialStep>(&self, family: &F, now: Instant, local: &mut Tally) {
-        if self.meter.due(now) {
-            self.flush(local);
-            self.meter.tick(family.expected_steps());
-        }
-    }
-
-    /// Adds the worker's `local` tally to the meter (at the end of its part
-    /// of a stage, so the driver's events see every step).
-    fn flush(&self, local: &mut Tally) {
-        self.meter.add(&std::mem::take(local));
-    }
-}
-
 /// The pass driver's worker threads, alive for a whole [`run_passes`]: a
 /// pass costs two barrier waits instead of spawning threads (an MLP run takes
 /// thousands of short passes), and each worker keeps its scratch buffers.
@@ -601,10 +498,8 @@ fn scan_shards<F: PartialStep>(
     books: &Books,
 ) -> Vec<Partial> {
     let len = family.stats_len();
-    let mut buf: Vec<f64> = Vec::new();
-    let mut ks: Vec<usize> = Vec::new();
+    let mut bufs = StepBuffers::default();
     let mut partials = Vec::new();
-    let mut local = Tally::default();
     for s in shards {
         if s.whole {
             // A small group's steps are short: the clock is read after
@@ -612,22 +507,14 @@ fn scan_shards<F: PartialStep>(
             let t = Instant::now();
             let every = if s.rows.len() >= LONG_STEP_ROWS { 1 } else { 8 };
             for i in 0..steps {
-                if !step_whole(
-                    family,
-                    groups,
-                    s,
-                    scratch,
-                    (&mut buf, &mut ks),
-                    books,
-                    &mut local,
-                ) {
+                if !step_whole(family, groups, s, scratch, &mut bufs, books) {
                     break;
                 }
                 if i % every == every - 1 {
-                    books.tick(family, Instant::now(), &mut local);
+                    books.tick(family, Instant::now(), &mut bufs.local);
                 }
             }
-            books.stepped(family, s.group, t, &mut local);
+            books.stepped(family, s.group, t, &mut bufs.local);
         } else {
             let t = Instant::now();
             let units = groups[s.group].read().unwrap();
@@ -646,26 +533,37 @@ fn scan_shards<F: PartialStep>(
                     .map(|(i, (k, _))| (*k, out[i * len..(i + 1) * len].to_vec()))
                     .collect(),
             });
-            books.stepped(family, s.group, t, &mut local);
+            books.stepped(family, s.group, t, &mut bufs.local);
         }
     }
-    books.flush(&mut local);
+    books.flush(&mut bufs.local);
     partials
 }
 
+/// A worker's buffers for whole-group steps: the units' statistics, their
+/// config indices, and the worker's progress tally (see [`Books::stepped`]).
+#[derive(Default)]
+struct StepBuffers {
+    stats: Vec<f64>,
+    ks: Vec<usize>,
+    local: Tally,
+}
+
 /// One update of the active units of the whole group of shard `s`
-/// (accumulate over all its rows, then apply, with the caller's buffers for
-/// their statistics and indices); false when none is active. Its progress
-/// goes to the worker's `local` tally.
+/// (accumulate over all its rows, then apply); false when none is active.
 fn step_whole<F: PartialStep>(
     family: &F,
     groups: &[RwLock<Vec<F::Unit>>],
     s: &crate::plan::Shard,
     scratch: &mut F::Scratch,
-    (buf, ks): (&mut Vec<f64>, &mut Vec<usize>),
+    bufs: &mut StepBuffers,
     books: &Books,
-    local: &mut Tally,
 ) -> bool {
+    let StepBuffers {
+        stats: buf,
+        ks,
+        local,
+    } = bufs;
     let len = family.stats_len();
     let mut units = groups[s.group].write().unwrap();
     let active = active_units(family, &units);
@@ -699,9 +597,7 @@ fn step_while_others_work<F: PartialStep>(
     target: usize,
     books: &Books,
 ) {
-    let mut buf: Vec<f64> = Vec::new();
-    let mut ks: Vec<usize> = Vec::new();
-    let mut local = Tally::default();
+    let mut bufs = StepBuffers::default();
     'outer: while finished.load(Ordering::Acquire) < target {
         let mut any = false;
         for s in shards.iter().filter(|s| s.whole) {
@@ -709,22 +605,14 @@ fn step_while_others_work<F: PartialStep>(
                 break 'outer;
             }
             let t = Instant::now();
-            any |= step_whole(
-                family,
-                groups,
-                s,
-                scratch,
-                (&mut buf, &mut ks),
-                books,
-                &mut local,
-            );
-            books.stepped(family, s.group, t, &mut local);
+            any |= step_whole(family, groups, s, scratch, &mut bufs, books);
+            books.stepped(family, s.group, t, &mut bufs.local);
         }
         if !any {
             break;
         }
     }
-    books.flush(&mut local);
+    books.flush(&mut bufs.local);
 }
 
 /// Reduces the partial statistics of cut groups in row order, then updates them.
@@ -857,8 +745,11 @@ mod tests {
         for strategy in std::iter::once(Strategy::Auto).chain(Strategy::FIXED) {
             for workers in [1, 2, 3] {
                 let (units, rows) = countdown_units(&sizes);
+                let mut events: Vec<Progress> = Vec::new();
                 let (done, report) =
-                    run_passes(&family, units, &rows, strategy, workers, 100, &mut |_| {});
+                    run_passes(&family, units, &rows, strategy, workers, 100, &mut |p| {
+                        events.push(p)
+                    });
                 assert_eq!(report.passes, 4, "{strategy:?} x {workers}");
                 for (g, us) in done.iter().enumerate() {
                     for (k, u) in us.iter().enumerate() {
@@ -870,31 +761,14 @@ mod tests {
                         );
                     }
                 }
-            }
-        }
-    }
-
-    #[test]
-    fn progress_rises_to_the_whole_work_under_every_plan() {
-        let sizes = [1000, 10, 10, 500, 1, 3];
-        let family = Countdown {
-            armed: AtomicBool::new(false),
-            steps: 1,
-        };
-        for strategy in std::iter::once(Strategy::Auto).chain(Strategy::FIXED) {
-            for workers in [1, 2] {
-                let (units, rows) = countdown_units(&sizes);
-                let mut events: Vec<Progress> = Vec::new();
-                run_passes(&family, units, &rows, strategy, workers, 100, &mut |p| {
-                    events.push(p)
-                });
+                // Progress rises to the whole work, which is known from the
+                // start (every unit's steps are), with every model done.
                 let last = *events.last().unwrap();
                 assert!(last.done > 0.0 && last.done == last.total, "{last:?}");
                 assert_eq!((last.models_done, last.models), (12, 12));
                 for w in events.windows(2) {
                     assert!(w[0].done <= w[1].done, "{strategy:?} x {workers}: {w:?}");
                 }
-                // Every unit's steps are known: the total never changes.
                 assert!(events
                     .iter()
                     .all(|p| (p.total - last.total).abs() < 1e-6 * last.total));

@@ -7,6 +7,7 @@
 //! run on remote workers.
 
 mod barrier;
+mod books;
 pub mod calibrate;
 mod driver;
 mod explain;
