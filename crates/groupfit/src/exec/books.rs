@@ -10,7 +10,8 @@ use super::progress::{Meter, OnProgress, Tally};
 use super::step::{tally_group, PartialStep};
 
 /// Per group, the nanoseconds its scans and updates took, summed over the
-/// workers: two clock reads per group and step.
+/// workers: two clock reads per group and pass (per step on a worker
+/// stepping while others work, and for cut groups).
 pub(super) struct GroupClock(Vec<AtomicU64>);
 
 impl GroupClock {
