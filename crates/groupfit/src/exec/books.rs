@@ -84,31 +84,48 @@ impl<'a, 'b> Books<'a, 'b> {
         g: usize,
         units: &[F::Unit],
         mut before: Tally,
-        local: &mut Tally,
+        local: &mut Local,
     ) {
         tally_group(family, g, units, self.meter.price(g), 1.0, &mut before);
-        local.merge(&before);
+        local.tally.merge(&before);
     }
 
     /// Records group `g`'s time since `since`, and sends progress when due.
-    pub fn stepped<F: PartialStep>(&self, family: &F, g: usize, since: Instant, local: &mut Tally) {
+    pub fn stepped<F: PartialStep>(&self, family: &F, g: usize, since: Instant, local: &mut Local) {
         let now = Instant::now();
         self.clock.add(g, since, now);
         self.tick(family, now, local);
     }
 
-    /// When an event is due at `now`, adds the worker's `local` tally to
-    /// the meter and sends it.
-    pub fn tick<F: PartialStep>(&self, family: &F, now: Instant, local: &mut Tally) {
-        if self.meter.due(now) {
+    /// Adds the worker's `local` tally to the meter every 50 ms of its
+    /// steps; when an event is due at `now`, sends it.
+    pub fn tick<F: PartialStep>(&self, family: &F, now: Instant, local: &mut Local) {
+        let due = self.meter.due(now);
+        if due || local.next.is_none_or(|next| now >= next) {
             self.flush(local);
+            local.next = Some(now + FLUSH_EVERY);
+        }
+        if due {
             self.meter.tick(family.expected_steps());
         }
     }
 
-    /// Adds the worker's `local` tally to the meter (at the end of its part
-    /// of a stage, so the driver's events see every step).
-    pub fn flush(&self, local: &mut Tally) {
-        self.meter.add(&std::mem::take(local));
+    /// Adds the worker's `local` tally to the meter (also at the end of its
+    /// part of a stage, so the driver's events see every step).
+    pub fn flush(&self, local: &mut Local) {
+        self.meter.add(&std::mem::take(&mut local.tally));
     }
+}
+
+/// How often a worker adds its steps to the meter: half the time between
+/// two events, so each event sees every worker's steps but the last 50 ms.
+const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// A worker's own progress tally, added to the meter every
+/// [`FLUSH_EVERY`] (one lock per 50 ms, not per step).
+#[derive(Default)]
+pub(super) struct Local {
+    tally: Tally,
+    /// When it is next added.
+    next: Option<Instant>,
 }

@@ -12,9 +12,9 @@ use std::sync::{Mutex, RwLock};
 use std::time::Instant;
 
 use super::barrier::SpinBarrier;
-use super::books::{Books, LONG_STEP_ROWS};
+use super::books::{Books, Local, LONG_STEP_ROWS};
 use super::calibrate;
-use super::progress::{OnProgress, Tally};
+use super::progress::OnProgress;
 use super::step::{
     active_counts, active_units, count_active, group_loads, heavy_counts, steps_counts, PartialStep,
 };
@@ -546,7 +546,7 @@ fn scan_shards<F: PartialStep>(
 struct StepBuffers {
     stats: Vec<f64>,
     ks: Vec<usize>,
-    local: Tally,
+    local: Local,
 }
 
 /// One update of the active units of the whole group of shard `s`
@@ -624,7 +624,7 @@ fn reduce_and_apply<F: PartialStep>(
     books: &Books,
 ) {
     partials.sort_by_key(|p| (p.group, p.start));
-    let mut local = Tally::default();
+    let mut local = Local::default();
     let mut i = 0;
     while i < partials.len() {
         let t = Instant::now();
