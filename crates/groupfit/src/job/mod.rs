@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use arrow_array::RecordBatch;
 
-use crate::error::Result;
+use crate::error::{GroupfitError, Result};
 use crate::registry::{family, AnyFamily};
 use crate::tune::ConfigEntry;
 
@@ -132,6 +132,14 @@ fn train_from(
         started: Instant::now(),
     };
     let grid = arguments::check_arguments(spec, family)?;
+    if let Some(cap) = crate::math::simd::unknown_cap() {
+        return Err(GroupfitError::arg(format!(
+            "GROUPFIT_SIMD='{cap}' names no SIMD level (scalar, avx2, avx512, avx512vbmi2)"
+        )));
+    }
+    if crate::util::trace::trace() {
+        eprintln!("[groupfit] simd: {}", crate::math::simd::level().name());
+    }
     let limit = memory::limit(spec);
     let tables = load(on, job.started, &grid, limit.as_ref())?;
     let prepared = prepare(job, grid, tables)?;

@@ -4,8 +4,10 @@
 //! writes its body once as an `#[inline(always)]` function and lets
 //! `simd_copy!` compile a copy of it per
 //! level; its entry point matches on [`level`] and calls the copy. Rust
-//! never fuses a multiply and an add on its own, so every copy computes the
-//! baseline's results bit for bit: only the vector width changes.
+//! never fuses a multiply and an add on its own, so a copy that only widens
+//! the vectors computes the baseline's results bit for bit (gbdt's kernels).
+//! A kernel that sums in as many lanes as its level has (linear's and mlp's)
+//! gives results that agree up to summation order.
 
 use std::sync::OnceLock;
 
@@ -22,10 +24,48 @@ pub enum Level {
     Avx512Vbmi2,
 }
 
-/// The widest level this CPU has (detected on the first call).
+/// The widest level this CPU has (detected on the first call), capped by
+/// the environment variable `GROUPFIT_SIMD` when it names a level
+/// (`scalar`, `avx2`, `avx512`, `avx512vbmi2`; see [`Level::parse`]; jobs
+/// refuse an unknown name, [`unknown_cap`]). The cap changes the speed, and
+/// the results only as the module docs say.
 pub fn level() -> Level {
     static LEVEL: OnceLock<Level> = OnceLock::new();
-    *LEVEL.get_or_init(detect)
+    *LEVEL.get_or_init(|| {
+        let cap = std::env::var("GROUPFIT_SIMD").ok();
+        match cap.as_deref().and_then(Level::parse) {
+            Some(cap) => detect().min(cap),
+            None => detect(),
+        }
+    })
+}
+
+/// The value of `GROUPFIT_SIMD`, when it is set and names no level.
+pub fn unknown_cap() -> Option<String> {
+    let cap = std::env::var("GROUPFIT_SIMD").ok()?;
+    Level::parse(&cap).is_none().then_some(cap)
+}
+
+impl Level {
+    /// The level named `s` (case-insensitive), if any.
+    pub fn parse(s: &str) -> Option<Level> {
+        match s.to_ascii_lowercase().as_str() {
+            "scalar" => Some(Level::Scalar),
+            "avx2" => Some(Level::Avx2),
+            "avx512" => Some(Level::Avx512),
+            "avx512vbmi2" => Some(Level::Avx512Vbmi2),
+            _ => None,
+        }
+    }
+    /// The level's name, as [`Level::parse`] reads it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Scalar => "scalar",
+            Level::Avx2 => "avx2",
+            Level::Avx512 => "avx512",
+            Level::Avx512Vbmi2 => "avx512vbmi2",
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -109,5 +149,14 @@ mod tests {
     fn levels_are_ordered_and_detected_once() {
         assert!(Level::Scalar < Level::Avx2 && Level::Avx512 < Level::Avx512Vbmi2);
         assert_eq!(level(), level());
+    }
+
+    #[test]
+    fn level_names_parse_back() {
+        for l in [Level::Scalar, Level::Avx2, Level::Avx512, Level::Avx512Vbmi2] {
+            assert_eq!(Level::parse(l.name()), Some(l));
+        }
+        assert_eq!(Level::parse("AVX2"), Some(Level::Avx2));
+        assert_eq!(Level::parse("sse9"), None);
     }
 }
