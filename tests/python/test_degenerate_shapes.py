@@ -4,9 +4,9 @@ under 60 s and 2 GB of memory (measured: 3-6 s and under 0.9 GB on the
 project's 2-core VM), and the summary stays a few lines long.
 
 2,000 features (2,000 rows in 2 groups, every family) train and predict
-under 2 GB, linear in 150 s, gbdt in 60 s and mlp in 10 s (measured: 48 s,
-16 s and 0.2 s; linear's Newton solve of 2,001 unknowns per unit is the
-cost, see docs/benchmarks.md)."""
+under 2 GB, linear in 150 s, gbdt in 60 s and mlp in 10 s (measured on the
+Intel VM: 33 s, 23 s and 1.4 s; linear's Newton solve of 2,001 unknowns per
+unit is the cost, see docs/benchmarks.md)."""
 
 import json
 import resource

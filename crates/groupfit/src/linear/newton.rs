@@ -379,12 +379,15 @@ unsafe fn solve_batch_avx512(p: usize, u: &[Lanes], dinv: &[Lanes], g: &[Lanes],
 
 /// [`cholesky_batch`] with AVX-512 and fused multiply-adds: each 512-bit
 /// register holds two neighbouring entries of a row of `U` in all four
-/// lanes, and up to eight registers (sixteen entries) are updated per `k`,
-/// so the factorisation runs at the FMA units' throughput rather than the
-/// latency of one chain. Every lane still computes exactly what a lone
-/// system computes (the same operations in the same order), only each
-/// `a - c * v` is rounded once. Also writes `1 / U[i][i]` into `dinv` for
-/// [`solve_batch_avx512`].
+/// lanes. Rows are factored [`ROWS`] at a time: each entry of a row `k`
+/// above them is loaded once for all of them (a large system's rows do not
+/// fit in cache, so this cuts its memory traffic by [`ROWS`]), and up to
+/// sixteen registers are updated per `k`, so the factorisation runs at the
+/// FMA units' throughput rather than the latency of one chain. Every entry
+/// still takes the same operations in the same order as in a row-by-row
+/// factorisation, and every lane computes exactly what a lone system
+/// computes; only each `a - c * v` is rounded once. Also writes
+/// `1 / U[i][i]` into `dinv` for [`solve_batch_avx512`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn cholesky_batch_avx512(
@@ -423,62 +426,157 @@ unsafe fn cholesky_batch_avx512(
         }
     }
 
+    /// [`entries`] of the [`ROWS`] rows from `i0` at once, all right of
+    /// them (`j >= i0 + ROWS`): the sums over the rows `k < i0` in
+    /// registers, each `U[k][j..]` loaded once; then, row by row, the rows
+    /// of the block above it, from the registers of the rows just finished.
+    #[inline(always)]
+    unsafe fn block<const N: usize>(
+        p: usize,
+        i0: usize,
+        j: usize,
+        h: *const f64,
+        u: *mut f64,
+        inv: &[__m512d; ROWS],
+    ) {
+        let mut acc = [[_mm512_setzero_pd(); N]; ROWS];
+        for (r, row) in acc.iter_mut().enumerate() {
+            for (q, a) in row.iter_mut().enumerate() {
+                *a = _mm512_loadu_pd(h.add(((i0 + r) * p + j + 2 * q) * BATCH));
+            }
+        }
+        for k in 0..i0 {
+            let above = u.add((k * p + j) * BATCH);
+            // Rows `k` are `p` entries apart, too far for the hardware
+            // prefetcher: ask for the entries `AHEAD` rows down now.
+            let ahead = above.wrapping_add(AHEAD * p * BATCH);
+            for q in 0..N {
+                _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(2 * q * BATCH).cast::<i8>());
+            }
+            let mut v = [_mm512_setzero_pd(); N];
+            for (q, v) in v.iter_mut().enumerate() {
+                *v = _mm512_loadu_pd(above.add(2 * q * BATCH));
+            }
+            for (r, row) in acc.iter_mut().enumerate() {
+                let c = _mm512_broadcast_f64x4(_mm256_loadu_pd(u.add((k * p + i0 + r) * BATCH)));
+                for (a, &v) in row.iter_mut().zip(&v) {
+                    *a = _mm512_fnmadd_pd(c, v, *a);
+                }
+            }
+        }
+        for r in 0..ROWS {
+            for k in 0..r {
+                let c = _mm512_broadcast_f64x4(_mm256_loadu_pd(u.add(((i0 + k) * p + i0 + r) * BATCH)));
+                for q in 0..N {
+                    acc[r][q] = _mm512_fnmadd_pd(c, acc[k][q], acc[r][q]);
+                }
+            }
+            for q in 0..N {
+                acc[r][q] = _mm512_mul_pd(acc[r][q], inv[r]);
+                _mm512_storeu_pd(u.add(((i0 + r) * p + j + 2 * q) * BATCH), acc[r][q]);
+            }
+        }
+    }
+
+    /// Row `i` of `U`, the one entry `j`, with 256-bit registers.
+    #[inline(always)]
+    unsafe fn entry(p: usize, i: usize, j: usize, h: *const f64, u: *mut f64, inv: __m256d) {
+        let mut a = _mm256_loadu_pd(h.add((i * p + j) * BATCH));
+        for k in 0..i {
+            let c = _mm256_loadu_pd(u.add((k * p + i) * BATCH));
+            a = _mm256_fnmadd_pd(c, _mm256_loadu_pd(u.add((k * p + j) * BATCH)), a);
+        }
+        _mm256_storeu_pd(u.add((i * p + j) * BATCH), _mm256_mul_pd(a, inv));
+    }
+
     assert!(h.len() >= p * p && u.len() >= p * p && dinv.len() >= p);
     let (hp, up) = (h.as_ptr().cast::<f64>(), u.as_mut_ptr().cast::<f64>());
     let mut ok = [true; BATCH];
     let r = _mm256_loadu_pd(ridge.as_ptr());
     // `U[j][j]` holds `h[j][j] - sum_{k<i} U[k][j]^2` until row `j` is
-    // reached: each row's entries update the diagonals below them at once,
-    // in order of `k`, instead of one chain of `j` dependent steps each.
+    // reached: each row's entries update the diagonals below them, in order
+    // of `k`, instead of one chain of `j` dependent steps each.
     for j in 0..p {
         let at = (j * p + j) * BATCH;
         _mm256_storeu_pd(up.add(at), _mm256_loadu_pd(hp.add(at)));
     }
-    for i in 0..p {
-        let d = _mm256_add_pd(_mm256_loadu_pd(up.add((i * p + i) * BATCH)), r);
-        let mut dl = [0.0f64; BATCH];
-        _mm256_storeu_pd(dl.as_mut_ptr(), d);
-        for (o, v) in ok.iter_mut().zip(dl) {
-            *o &= v > 0.0 && v.is_finite();
-        }
-        let root = _mm256_sqrt_pd(d);
-        let inv = _mm256_div_pd(_mm256_set1_pd(1.0), root);
-        _mm256_storeu_pd(up.add((i * p + i) * BATCH), root);
-        _mm256_storeu_pd(dinv.as_mut_ptr().add(i).cast(), inv);
-        let inv2 = _mm512_broadcast_f64x4(inv);
-        let mut j = i + 1;
-        while p - j >= 16 {
-            entries::<8>(p, i, j, hp, up, inv2);
-            j += 16;
-        }
-        // The rest in blocks of 8, 4 and 2 entries (`N` registers of two).
-        macro_rules! block {
-            ($n:literal) => {
-                if p - j >= 2 * $n {
-                    entries::<$n>(p, i, j, hp, up, inv2);
-                    j += 2 * $n;
-                }
-            };
-        }
-        block!(4);
-        block!(2);
-        block!(1);
-        if j < p {
-            let mut a = _mm256_loadu_pd(hp.add((i * p + j) * BATCH));
-            for k in 0..i {
-                let c = _mm256_loadu_pd(up.add((k * p + i) * BATCH));
-                a = _mm256_fnmadd_pd(c, _mm256_loadu_pd(up.add((k * p + j) * BATCH)), a);
+    let mut i0 = 0;
+    while i0 < p {
+        let end = (i0 + ROWS).min(p);
+        // The block's diagonals and the entries among its own columns, row
+        // by row.
+        let mut inv2 = [_mm512_setzero_pd(); ROWS];
+        let mut inv4 = [_mm256_setzero_pd(); ROWS];
+        for i in i0..end {
+            let d = _mm256_add_pd(_mm256_loadu_pd(up.add((i * p + i) * BATCH)), r);
+            let mut dl = [0.0f64; BATCH];
+            _mm256_storeu_pd(dl.as_mut_ptr(), d);
+            for (o, v) in ok.iter_mut().zip(dl) {
+                *o &= v > 0.0 && v.is_finite();
             }
-            _mm256_storeu_pd(up.add((i * p + j) * BATCH), _mm256_mul_pd(a, inv));
+            let root = _mm256_sqrt_pd(d);
+            let inv = _mm256_div_pd(_mm256_set1_pd(1.0), root);
+            _mm256_storeu_pd(up.add((i * p + i) * BATCH), root);
+            _mm256_storeu_pd(dinv.as_mut_ptr().add(i).cast(), inv);
+            (inv2[i - i0], inv4[i - i0]) = (_mm512_broadcast_f64x4(inv), inv);
+            for j in i + 1..end {
+                entry(p, i, j, hp, up, inv);
+                let c = _mm256_loadu_pd(up.add((i * p + j) * BATCH));
+                let at = up.add((j * p + j) * BATCH);
+                _mm256_storeu_pd(at, _mm256_fnmadd_pd(c, c, _mm256_loadu_pd(at)));
+            }
         }
-        for j in i + 1..p {
-            let c = _mm256_loadu_pd(up.add((i * p + j) * BATCH));
-            let at = up.add((j * p + j) * BATCH);
-            _mm256_storeu_pd(at, _mm256_fnmadd_pd(c, c, _mm256_loadu_pd(at)));
+        // The entries right of the block: a full block's rows together,
+        // in blocks of 8, 4 and 2 entries (`N` registers of two), the last
+        // odd one and a short block's rows one by one.
+        let mut j = end;
+        if end - i0 == ROWS {
+            macro_rules! blocks {
+                ($n:literal) => {
+                    while p - j >= 2 * $n {
+                        block::<$n>(p, i0, j, hp, up, &inv2);
+                        j += 2 * $n;
+                    }
+                };
+            }
+            blocks!(4);
+            blocks!(2);
+            blocks!(1);
         }
+        for i in i0..end {
+            let mut j = j;
+            while p - j >= 16 {
+                entries::<8>(p, i, j, hp, up, inv2[i - i0]);
+                j += 16;
+            }
+            while p - j >= 2 {
+                entries::<1>(p, i, j, hp, up, inv2[i - i0]);
+                j += 2;
+            }
+            if j < p {
+                entry(p, i, j, hp, up, inv4[i - i0]);
+            }
+        }
+        // The diagonals right of the block, in order of the block's rows.
+        for i in i0..end {
+            for j in end..p {
+                let c = _mm256_loadu_pd(up.add((i * p + j) * BATCH));
+                let at = up.add((j * p + j) * BATCH);
+                _mm256_storeu_pd(at, _mm256_fnmadd_pd(c, c, _mm256_loadu_pd(at)));
+            }
+        }
+        i0 = end;
     }
     ok
 }
+
+/// Rows of `U` that [`cholesky_batch_avx512`] factors together.
+#[cfg(target_arch = "x86_64")]
+const ROWS: usize = 4;
+
+/// How many rows of `U` ahead [`cholesky_batch_avx512`] prefetches.
+#[cfg(target_arch = "x86_64")]
+const AHEAD: usize = 8;
 
 /// Upper Cholesky factors `U` (`U^T U = h + ridge I`) of every lane into `u`
 /// (row-major `p x p`, upper triangle); per lane, false if not positive
@@ -748,6 +846,72 @@ mod tests {
                         assert!(
                             (a - w).abs() <= 1e-12 * (1.0 + a.abs()),
                             "p={p} U[{i}][{j}] lane {l}: {a} vs {w}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The factors of a row-by-row left-looking factorisation with fused
+    /// multiply-adds, lane by lane: `U[i][j] = (h[i][j] - sum_{k<i} U[k][i]
+    /// U[k][j]) / U[i][i]`, the sum in order of `k`, each term fused.
+    fn fused_reference(p: usize, h: &[Lanes], ridge: &Lanes) -> (Vec<Lanes>, [bool; BATCH]) {
+        let mut u: Vec<Lanes> = vec![[0.0; BATCH]; p * p];
+        let mut ok = [true; BATCH];
+        for l in 0..BATCH {
+            for i in 0..p {
+                let mut d = h[i * p + i][l];
+                for k in 0..i {
+                    let c = u[k * p + i][l];
+                    d = (-c).mul_add(c, d);
+                }
+                let d = d + ridge[l];
+                ok[l] &= d > 0.0 && d.is_finite();
+                let root = d.sqrt();
+                let inv = 1.0 / root;
+                u[i * p + i][l] = root;
+                for j in i + 1..p {
+                    let mut a = h[i * p + j][l];
+                    for k in 0..i {
+                        a = (-u[k * p + i][l]).mul_add(u[k * p + j][l], a);
+                    }
+                    u[i * p + j][l] = a * inv;
+                }
+            }
+        }
+        (u, ok)
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn avx512_factors_are_the_fused_row_by_row_factors_bit_for_bit() {
+        // Blocks of 4 rows and a short last block, each register block size
+        // (8, 4, 2 entries, the odd last one) right of a block, and one
+        // lane that is not positive definite.
+        if crate::math::simd::level() < crate::math::simd::Level::Avx512 {
+            return;
+        }
+        for p in (1..=24).chain([37, 53, 70]) {
+            let mut b = BatchScratch::new(p);
+            let mut stats: Vec<Vec<f64>> = (0..BATCH).map(|l| spd_stats(p, l + 5)).collect();
+            stats[2][1 + p + (p - 1) * p + (p - 1)] = -1e6;
+            b.load(&std::array::from_fn(|l| &stats[l][..]));
+            let ridge = [0.0, 1e-3, 0.0, 2.0];
+            let (want, ok_want) = fused_reference(p, &b.h, &ridge);
+            let mut u = vec![[0.0; BATCH]; p * p];
+            let mut dinv = vec![[0.0; BATCH]; p];
+            // SAFETY: the CPU has AVX-512F and FMA (checked above).
+            let ok = unsafe { cholesky_batch_avx512(p, &b.h, &ridge, &mut u, &mut dinv) };
+            assert_eq!(ok, ok_want, "p={p}");
+            assert_eq!(ok[2], false, "p={p}");
+            for i in 0..p {
+                for j in i..p {
+                    for l in [0, 1, 3] {
+                        assert_eq!(
+                            u[i * p + j][l].to_bits(),
+                            want[i * p + j][l].to_bits(),
+                            "p={p} U[{i}][{j}] lane {l}"
                         );
                     }
                 }
