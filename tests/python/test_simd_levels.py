@@ -1,7 +1,7 @@
 """`GROUPFIT_SIMD` caps the kernels' SIMD level, and the level never changes
 the answer: gbdt's trees are the same at every level, bit for bit; linear
-and mlp sum in a lane count of their level, so they agree up to summation
-order (docs/cli.md, "Environment variables")."""
+and mlp fuse multiply-adds and sum in their level's lanes, so they agree to
+rounding (docs/cli.md, "Environment variables")."""
 
 import os
 import subprocess

@@ -6,8 +6,8 @@
 //! level; its entry point matches on [`level`] and calls the copy. Rust
 //! never fuses a multiply and an add on its own, so a copy that only widens
 //! the vectors computes the baseline's results bit for bit (gbdt's kernels).
-//! A kernel that sums in as many lanes as its level has (linear's and mlp's)
-//! gives results that agree up to summation order.
+//! Kernels that fuse multiply-adds or sum in as many lanes as their level
+//! has (linear's and mlp's) give results that agree to rounding.
 
 use std::sync::OnceLock;
 
