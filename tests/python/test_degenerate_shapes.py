@@ -1,7 +1,7 @@
 """Degenerate shapes, each with a stated bound: a million groups of 1-3
 rows, and a million distinct 100-byte keys. Each trains and predicts in
-under 60 s and 2 GB of memory (measured: 3-6 s and under 0.9 GB on the
-project's 2-core VM), and the summary stays a few lines long.
+under 60 s and 2 GB of memory (measured: 9 s and under 0.9 GB on the
+project's 2-core Intel VM), and the summary stays a few lines long.
 
 2,000 features (2,000 rows in 2 groups, every family) train and predict
 under 2 GB, linear in 150 s, gbdt in 60 s and mlp in 10 s (measured on the

@@ -15,7 +15,7 @@ use super::input::project;
 use crate::data::csv::{is_csv, write_csv_batches};
 use crate::data::{missing_column, read_table, table_batches, table_schema, Batches, STREAM_ROWS};
 use crate::error::{GroupfitError, Result};
-use crate::store::ModelBundle;
+use crate::store::{KeyIndex, ModelBundle};
 use crate::util::par::resolve_threads;
 
 /// What [`predict_file`] did.
@@ -65,10 +65,24 @@ pub fn predict_table(
     label: &Path,
     with_route: bool,
 ) -> Result<(RecordBatch, PredictReport)> {
+    predict_indexed(bundle, &bundle.key_index(), batch, label, with_route)
+}
+
+/// [`predict_table`] with the bundle's key index built by the caller (once
+/// for every batch of a file: a model of a million groups takes seconds to
+/// index).
+fn predict_indexed(
+    bundle: &ModelBundle,
+    index: &KeyIndex,
+    batch: &RecordBatch,
+    label: &Path,
+    with_route: bool,
+) -> Result<(RecordBatch, PredictReport)> {
     let batch = project(batch, &bundle_columns(bundle), label)?;
     let key_count = bundle.key_columns.len();
     let keys: Vec<ArrayRef> = batch.columns()[..key_count].to_vec();
-    let predictions = bundle.predict(
+    let predictions = bundle.predict_indexed(
+        index,
         &keys,
         &batch.columns()[key_count..],
         label,
@@ -142,6 +156,7 @@ pub fn predict_file(
 /// handed on.
 pub struct PredictStream<'a> {
     bundle: &'a ModelBundle,
+    index: KeyIndex,
     path: std::path::PathBuf,
     with_route: bool,
     batches: Batches,
@@ -152,6 +167,7 @@ impl<'a> PredictStream<'a> {
     pub fn open(bundle: &'a ModelBundle, data: &Path, with_route: bool) -> Result<Self> {
         Ok(PredictStream {
             bundle,
+            index: bundle.key_index(),
             path: data.to_path_buf(),
             with_route,
             batches: input_batches(bundle, data)?,
@@ -162,7 +178,7 @@ impl<'a> PredictStream<'a> {
     pub fn empty(&self) -> Result<RecordBatch> {
         let schema = table_schema(&self.path)?;
         let input = RecordBatch::new_empty(schema);
-        Ok(predict_table(self.bundle, &input, &self.path, self.with_route)?.0)
+        Ok(predict_indexed(self.bundle, &self.index, &input, &self.path, self.with_route)?.0)
     }
 }
 
@@ -178,7 +194,9 @@ impl Iterator for PredictStream<'_> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let batch = self.batches.next()?;
-        Some(batch.and_then(|b| predict_table(self.bundle, &b, &self.path, self.with_route)))
+        Some(batch.and_then(|b| {
+            predict_indexed(self.bundle, &self.index, &b, &self.path, self.with_route)
+        }))
     }
 }
 

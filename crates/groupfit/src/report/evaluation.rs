@@ -182,9 +182,10 @@ impl Evaluation {
         let keys: Vec<ArrayRef> = batch.columns()[..k].to_vec();
         let features: Vec<ArrayRef> = batch.columns()[k..k + d].to_vec();
         let target = target_values(batch.column(k + d), &b.target, label)?;
-        let predictions = b.predict(&keys, &features, label, threads)?;
+        let index = b.key_index();
+        let predictions = b.predict_indexed(&index, &keys, &features, label, threads)?;
         let global = b.predict_global(&features, label, threads)?;
-        let nodes = b.row_nodes(&keys)?;
+        let nodes = b.row_nodes(&index, &keys)?;
         let group_of = &nodes[b.depth() - 1];
         // Rows by group (unseen rows last), targets present only.
         let n_groups = b.groups.len();

@@ -11,6 +11,8 @@ pub(crate) mod fixtures;
 mod pool;
 mod predict;
 
+pub use pool::KeyIndex;
+
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};

@@ -11,6 +11,7 @@ use crate::data::keys::display_key;
 use crate::data::{Column, Task};
 use crate::error::{GroupfitError, Result};
 
+use super::pool::KeyIndex;
 use super::{FittedModel, GroupEntry, ModelBundle, Predictions, Route, RowRoute};
 
 impl ModelBundle {
@@ -58,9 +59,22 @@ impl ModelBundle {
         path: &Path,
         threads: usize,
     ) -> Result<Predictions> {
+        self.predict_indexed(&self.key_index(), keys, features, path, threads)
+    }
+
+    /// [`ModelBundle::predict`] with the bundle's [`KeyIndex`] built by the
+    /// caller (once for the batches of a file).
+    pub fn predict_indexed(
+        &self,
+        index: &KeyIndex,
+        keys: &[ArrayRef],
+        features: &[ArrayRef],
+        path: &Path,
+        threads: usize,
+    ) -> Result<Predictions> {
         let n = keys.first().map_or(0, |k| k.len());
         let cols = self.feature_columns(features, path)?;
-        let nodes = self.row_nodes(keys)?;
+        let nodes = self.row_nodes(index, keys)?;
         let depth = self.depth();
         // The deepest depth with a model on each row's path (0: the global model).
         let deepest: Vec<usize> = (0..n)
