@@ -21,7 +21,7 @@ use groupfit::data::Task;
 use groupfit::error::GroupfitError as EngineError;
 use groupfit::job;
 use groupfit::report::Report;
-use groupfit::store::{GroupEntry, GroupPool, ModelBundle};
+use groupfit::store::{GroupEntry, GroupPool, KeyIndex, ModelBundle};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -206,6 +206,22 @@ impl Source {
 #[pyclass(module = "groupfit._native", frozen)]
 pub struct Bundle {
     pub(crate) inner: ModelBundle,
+    /// The index of group keys, built by the first prediction and kept for
+    /// the next ones.
+    index: std::sync::OnceLock<KeyIndex>,
+}
+
+impl Bundle {
+    pub(crate) fn new(inner: ModelBundle) -> Bundle {
+        Bundle {
+            inner,
+            index: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn index(&self) -> &KeyIndex {
+        self.index.get_or_init(|| self.inner.key_index())
+    }
 }
 
 #[pymethods]
@@ -213,18 +229,16 @@ impl Bundle {
     /// Loads a model file written by `save` or the CLI.
     #[staticmethod]
     fn load(path: PathBuf) -> PyResult<Bundle> {
-        Ok(Bundle {
-            inner: ModelBundle::load(&path).map_err(to_py)?,
-        })
+        Ok(Bundle::new(ModelBundle::load(&path).map_err(to_py)?))
     }
 
     /// Parses the bytes of a model file (`name` only appears in errors).
     #[staticmethod]
     #[pyo3(signature = (data, name="<bytes>".to_string()))]
     fn from_bytes(data: &[u8], name: String) -> PyResult<Bundle> {
-        Ok(Bundle {
-            inner: ModelBundle::from_bytes(data, std::path::Path::new(&name)).map_err(to_py)?,
-        })
+        Ok(Bundle::new(
+            ModelBundle::from_bytes(data, std::path::Path::new(&name)).map_err(to_py)?,
+        ))
     }
 
     /// The model file's bytes.
@@ -280,9 +294,13 @@ impl Bundle {
         let (batch, _report) = py
             .detach(|| match &source {
                 Source::Path(p) => job::predict_batch(&self.inner, p, with_route),
-                Source::Batch(b) => {
-                    job::predict_table(&self.inner, b, std::path::Path::new(TABLE), with_route)
-                }
+                Source::Batch(b) => job::predict_indexed(
+                    &self.inner,
+                    self.index(),
+                    b,
+                    std::path::Path::new(TABLE),
+                    with_route,
+                ),
             })
             .map_err(to_py)?;
         batch.to_pyarrow(py)
@@ -434,10 +452,18 @@ impl PredictBatches {
     }
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let bundle = &self.bundle.get().inner;
+        let bundle = self.bundle.get();
         let next = py.detach(|| {
             let batch = self.batches.lock().unwrap().next()?;
-            Some(batch.and_then(|b| job::predict_table(bundle, &b, &self.path, self.with_route)))
+            Some(batch.and_then(|b| {
+                job::predict_indexed(
+                    &bundle.inner,
+                    bundle.index(),
+                    &b,
+                    &self.path,
+                    self.with_route,
+                )
+            }))
         });
         match next {
             None => Ok(None),

@@ -241,7 +241,7 @@ pub fn train(
     let mut out = out.map_err(to_py)?;
     out.summary.wall_s = start.elapsed().as_secs_f64();
     out.bundle.summary = serde_json::to_value(&out.summary).expect("summary serialises");
-    Ok(Bundle { inner: out.bundle })
+    Ok(Bundle::new(out.bundle))
 }
 
 /// The plans of `data`'s job, priced, nothing trained: `groupfit explain

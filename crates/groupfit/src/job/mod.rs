@@ -56,7 +56,7 @@ pub use explain::{
 pub use memory::{MemoryEstimate, MemoryLimit, MemorySummary};
 pub use pooling::{PoolLevel, PoolingSummary};
 pub use predict::{
-    input_batches, predict_batch, predict_file, predict_table, write_parquet,
+    input_batches, predict_batch, predict_file, predict_indexed, predict_table, write_parquet,
     write_parquet_batches, PredictReport, PredictStream,
 };
 pub use split::Fallbacks;

@@ -71,7 +71,7 @@ pub fn predict_table(
 /// [`predict_table`] with the bundle's key index built by the caller (once
 /// for every batch of a file: a model of a million groups takes seconds to
 /// index).
-fn predict_indexed(
+pub fn predict_indexed(
     bundle: &ModelBundle,
     index: &KeyIndex,
     batch: &RecordBatch,
@@ -178,7 +178,14 @@ impl<'a> PredictStream<'a> {
     pub fn empty(&self) -> Result<RecordBatch> {
         let schema = table_schema(&self.path)?;
         let input = RecordBatch::new_empty(schema);
-        Ok(predict_indexed(self.bundle, &self.index, &input, &self.path, self.with_route)?.0)
+        Ok(predict_indexed(
+            self.bundle,
+            &self.index,
+            &input,
+            &self.path,
+            self.with_route,
+        )?
+        .0)
     }
 }
 

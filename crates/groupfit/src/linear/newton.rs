@@ -466,7 +466,8 @@ unsafe fn cholesky_batch_avx512(
         }
         for r in 0..ROWS {
             for k in 0..r {
-                let c = _mm512_broadcast_f64x4(_mm256_loadu_pd(u.add(((i0 + k) * p + i0 + r) * BATCH)));
+                let c =
+                    _mm512_broadcast_f64x4(_mm256_loadu_pd(u.add(((i0 + k) * p + i0 + r) * BATCH)));
                 for q in 0..N {
                     acc[r][q] = _mm512_fnmadd_pd(c, acc[k][q], acc[r][q]);
                 }

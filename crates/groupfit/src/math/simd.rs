@@ -153,7 +153,12 @@ mod tests {
 
     #[test]
     fn level_names_parse_back() {
-        for l in [Level::Scalar, Level::Avx2, Level::Avx512, Level::Avx512Vbmi2] {
+        for l in [
+            Level::Scalar,
+            Level::Avx2,
+            Level::Avx512,
+            Level::Avx512Vbmi2,
+        ] {
             assert_eq!(Level::parse(l.name()), Some(l));
         }
         assert_eq!(Level::parse("AVX2"), Some(Level::Avx2));

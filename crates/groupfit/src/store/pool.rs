@@ -69,11 +69,7 @@ impl ModelBundle {
 
     /// Each row's group at every depth (`out[d - 1][i]`; `None`: not seen
     /// in training), looked up in `index` by its first `d` key columns.
-    pub fn row_nodes(
-        &self,
-        index: &KeyIndex,
-        keys: &[ArrayRef],
-    ) -> Result<Vec<Vec<Option<u32>>>> {
+    pub fn row_nodes(&self, index: &KeyIndex, keys: &[ArrayRef]) -> Result<Vec<Vec<Option<u32>>>> {
         (1..=self.depth())
             .zip(&index.depths)
             .map(|(d, encoder)| {
