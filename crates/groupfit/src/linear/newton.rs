@@ -464,17 +464,19 @@ unsafe fn cholesky_batch_avx512(
                 }
             }
         }
-        for r in 0..ROWS {
-            for k in 0..r {
+        for (r, &inv) in inv.iter().enumerate() {
+            let (done, rest) = acc.split_at_mut(r);
+            let row = &mut rest[0];
+            for (k, above) in done.iter().enumerate() {
                 let c =
                     _mm512_broadcast_f64x4(_mm256_loadu_pd(u.add(((i0 + k) * p + i0 + r) * BATCH)));
-                for q in 0..N {
-                    acc[r][q] = _mm512_fnmadd_pd(c, acc[k][q], acc[r][q]);
+                for (a, &v) in row.iter_mut().zip(above) {
+                    *a = _mm512_fnmadd_pd(c, v, *a);
                 }
             }
-            for q in 0..N {
-                acc[r][q] = _mm512_mul_pd(acc[r][q], inv[r]);
-                _mm512_storeu_pd(u.add(((i0 + r) * p + j + 2 * q) * BATCH), acc[r][q]);
+            for (q, a) in row.iter_mut().enumerate() {
+                *a = _mm512_mul_pd(*a, inv);
+                _mm512_storeu_pd(u.add(((i0 + r) * p + j + 2 * q) * BATCH), *a);
             }
         }
     }
@@ -905,7 +907,7 @@ mod tests {
             // SAFETY: the CPU has AVX-512F and FMA (checked above).
             let ok = unsafe { cholesky_batch_avx512(p, &b.h, &ridge, &mut u, &mut dinv) };
             assert_eq!(ok, ok_want, "p={p}");
-            assert_eq!(ok[2], false, "p={p}");
+            assert!(!ok[2], "p={p}");
             for i in 0..p {
                 for j in i..p {
                     for l in [0, 1, 3] {
