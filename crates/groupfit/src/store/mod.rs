@@ -11,14 +11,12 @@ pub(crate) mod fixtures;
 mod pool;
 mod predict;
 
-pub use pool::KeyIndex;
-
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
 use crate::data::categorical::Dictionary;
-use crate::data::keys::GroupKey;
+use crate::data::keys::{GroupEncoder, GroupKey};
 use crate::data::Task;
 use crate::gbdt::GbdtModel;
 use crate::linear::LinearModel;
@@ -256,6 +254,13 @@ pub struct ModelBundle {
     pub pooling: Option<Pooling>,
     /// The training summary (`groupfit train --json`).
     pub summary: serde_json::Value,
+}
+
+/// The groups of a bundle at each depth, by key ([`ModelBundle::key_index`]).
+#[derive(Debug)]
+pub struct KeyIndex {
+    /// Per depth, from the coarsest level to the groups.
+    depths: Vec<GroupEncoder>,
 }
 
 /// Predictions for a table, with the count of rows per route.

@@ -5,21 +5,11 @@
 
 use std::collections::HashMap;
 
-use arrow_array::ArrayRef;
-
-use crate::data::keys::{GroupEncoder, GroupKey};
 use crate::data::{Column, Task};
-use crate::error::Result;
 use crate::tune::shrinkage::Shrinkage;
 
 use super::predict::{own_model, predict_slots, SlotRows};
 use super::{FittedModel, GroupEntry, GroupPool, ModelBundle};
-
-/// The groups of a bundle at each depth, by key ([`ModelBundle::key_index`]).
-#[derive(Debug)]
-pub struct KeyIndex {
-    depths: Vec<GroupEncoder>,
-}
 
 impl ModelBundle {
     /// The depth of the groups: 1 plus the levels above them.
@@ -51,36 +41,6 @@ impl ModelBundle {
     /// The training rows of the root: every group's.
     fn root_rows(&self) -> u64 {
         self.groups.iter().map(|g| g.n_train as u64).sum()
-    }
-
-    /// The lookup of rows' groups at every depth, built once per bundle
-    /// and used for every batch a prediction reads.
-    pub fn key_index(&self) -> KeyIndex {
-        KeyIndex {
-            depths: (1..=self.depth())
-                .map(|d| {
-                    let known: Vec<GroupKey> =
-                        self.entries(d).iter().map(|g| g.key.clone()).collect();
-                    GroupEncoder::from_keys(&known)
-                })
-                .collect(),
-        }
-    }
-
-    /// Each row's group at every depth (`out[d - 1][i]`; `None`: not seen
-    /// in training), looked up in `index` by its first `d` key columns.
-    pub fn row_nodes(&self, index: &KeyIndex, keys: &[ArrayRef]) -> Result<Vec<Vec<Option<u32>>>> {
-        (1..=self.depth())
-            .zip(&index.depths)
-            .map(|(d, encoder)| {
-                let n_keys = if d == self.depth() {
-                    keys.len()
-                } else {
-                    self.levels[d - 1].key_columns.len()
-                };
-                encoder.lookup(&keys[..n_keys])
-            })
-            .collect()
     }
 
     /// The margin (prediction before the link: log-odds for a binary task)

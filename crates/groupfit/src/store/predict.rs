@@ -7,12 +7,43 @@ use std::path::Path;
 use arrow_array::ArrayRef;
 
 use crate::data::categorical::Encoding;
-use crate::data::keys::display_key;
+use crate::data::keys::{display_key, GroupEncoder, GroupKey};
 use crate::data::{Column, Task};
 use crate::error::{GroupfitError, Result};
 
-use super::pool::KeyIndex;
-use super::{FittedModel, GroupEntry, ModelBundle, Predictions, Route, RowRoute};
+use super::{FittedModel, GroupEntry, KeyIndex, ModelBundle, Predictions, Route, RowRoute};
+
+impl ModelBundle {
+    /// The lookup of rows' groups at every depth, built once per bundle
+    /// and used for every batch a prediction reads.
+    pub fn key_index(&self) -> KeyIndex {
+        KeyIndex {
+            depths: (1..=self.depth())
+                .map(|d| {
+                    let known: Vec<GroupKey> =
+                        self.entries(d).iter().map(|g| g.key.clone()).collect();
+                    GroupEncoder::from_keys(&known)
+                })
+                .collect(),
+        }
+    }
+
+    /// Each row's group at every depth (`out[d - 1][i]`; `None`: not seen
+    /// in training), looked up in `index` by its first `d` key columns.
+    pub fn row_nodes(&self, index: &KeyIndex, keys: &[ArrayRef]) -> Result<Vec<Vec<Option<u32>>>> {
+        (1..=self.depth())
+            .zip(&index.depths)
+            .map(|(d, encoder)| {
+                let n_keys = if d == self.depth() {
+                    keys.len()
+                } else {
+                    self.levels[d - 1].key_columns.len()
+                };
+                encoder.lookup(&keys[..n_keys])
+            })
+            .collect()
+    }
+}
 
 impl ModelBundle {
     /// How `--with-route` writes a row's route: [`RowRoute::name`], or for
