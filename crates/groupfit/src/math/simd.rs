@@ -27,7 +27,7 @@ pub enum Level {
 /// The widest level this CPU has (detected on the first call), capped by
 /// the environment variable `GROUPFIT_SIMD` when it names a level
 /// (`scalar`, `avx2`, `avx512`, `avx512vbmi2`; see [`Level::parse`]; `train`
-/// refuse an unknown name, [`unknown_cap`]). The cap changes the speed, and
+/// refuses an unknown name, [`unknown_cap`]). The cap changes the speed, and
 /// the results only as the module docs say.
 pub fn level() -> Level {
     static LEVEL: OnceLock<Level> = OnceLock::new();
