@@ -319,7 +319,10 @@ def test_mlp_cut_over_actors_equals_native(cluster, task):
     # sums the gradient over the members it holds, and all take the same step.
     train, valid = data(task, 99)
     kw = dict(by="g", target="y", model="mlp", params=NETS, valid=valid, min_rows=10, seed=3, **CUT)
-    native = gf.fit(train, **kw)
+    # Natively, whole groups (tp): one summation order whatever the load. A
+    # priced native plan may cut a batch, and SGD can amplify the order's
+    # rounding past any tolerance (see test_mlp_actor_killed_mid_run_is_replaced).
+    native = gf.fit(train, **{**kw, "strategy": "tp"})
     remote = gf.fit(train, runner=gf.RayRunner(workers=3), **kw)
     # float32 networks: the gradient sums in another order (see assert_same),
     # so a prediction near 0 may differ by a few 1e-7.
@@ -332,7 +335,11 @@ def test_mlp_cut_over_actors_equals_native(cluster, task):
 def test_mlp_actor_killed_mid_run_is_replaced(cluster):
     train, valid = data("regression", 101)
     kw = dict(by="g", target="y", model="mlp", params=NETS, valid=valid, min_rows=10, **CUT)
-    native = gf.fit(train, **kw)
+    # Compared with the same cut run without a fault: the same summation
+    # order. On this data another order (a native plan cutting the big
+    # group's batches in two) parts from it by 0.07 after about 750 steps:
+    # a ReLU input near 0 takes the other side. See docs/families.md.
+    uninterrupted = gf.fit(train, runner=gf.RayRunner(workers=3), **kw)
     killed = []
 
     def kill_once(pass_index, actors):
@@ -343,7 +350,7 @@ def test_mlp_actor_killed_mid_run_is_replaced(cluster):
     remote = gf.fit(train, runner=gf.RayRunner(workers=3, max_restarts=1, fault_hook=kill_once), **kw)
     assert killed == [4] and remote.runner_info["restarts"] == [{"worker": 1, "pass": 4}]
     assert remote.runner_info["shared_groups"] >= 2
-    assert_same(native, remote, valid, rtol=1e-5, atol=1e-6)
+    assert_same(uninterrupted, remote, valid, rtol=1e-7, atol=1e-9)
 
 
 @pytest.mark.parametrize(

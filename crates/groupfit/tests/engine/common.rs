@@ -194,19 +194,16 @@ pub fn fit(path: &Path, r: &Run) -> TrainOutput {
 }
 
 /// Checks a run's `cut_groups` (the most groups one plan cut over two or
-/// more workers) on data with a global model, whose pseudo-group holds every
-/// training row, about half of the run's work: one thread and tp never cut;
-/// dp on 2+ threads cuts every group of more than one aligned block; fused
-/// and hybrid on 3+ threads cut the global pseudo-group, which is more than
-/// one worker's share. (On 2 threads a fused or hybrid plan may keep every
-/// group whole: nothing is asserted.) So a planner that stopped cutting fails
-/// the strategy-agreement tests instead of passing them trivially.
+/// more workers): one thread and tp never cut; dp on 2+ threads cuts every
+/// group of more than one aligned block. So a planner that stopped cutting
+/// fails the strategy-agreement tests instead of passing them trivially.
+/// Whether fused, hybrid or auto cut a group is priced from a pilot timed on
+/// this run, so it varies with the machine's load: nothing is asserted (the
+/// planner's unit tests check their cuts on fixed costs).
 pub fn assert_cuts(strategy: Strategy, threads: usize, cut_groups: usize, what: &str) {
     if threads == 1 || strategy == Strategy::Tp {
         assert_eq!(cut_groups, 0, "{what}: a group was cut");
-    } else if strategy == Strategy::Dp
-        || (threads >= 3 && matches!(strategy, Strategy::Fused | Strategy::Hybrid))
-    {
+    } else if strategy == Strategy::Dp {
         assert!(cut_groups >= 1, "{what}: the plan cut no group");
     }
 }
