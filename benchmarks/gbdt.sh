@@ -14,6 +14,9 @@
 #    on the others, each part alone (benchmarks/gbdt_split.py cuts the data):
 #    how far per-booster speed on large groups and per-model overhead on
 #    small ones each go.
+#    With QUANTIZED=1 (the default), quantized gradients on both sides:
+#    groupfit --no-global with use_quantized_grad=true against the baselines
+#    with --lgb-param use_quantized_grad=true (a third table).
 # 2. The flights data (per-route models of arr_delay): groupfit against a
 #    per-route LightGBM loop with the same grid (benchmarks/gbdt_flights.py).
 # Prints ratio tables. Quote ratios from one run only.
@@ -24,6 +27,7 @@
 #   benchmarks/gbdt.sh
 #   SYSTEMS="lightgbm-joblib" FLIGHTS=0 benchmarks/gbdt.sh
 #   SYSTEMS=lightgbm-joblib FLIGHTS=0 REPEATS=1 SPLIT_AT=5000 benchmarks/gbdt.sh
+#   SYSTEMS=lightgbm-joblib FLIGHTS=0 REPEATS=1 benchmarks/gbdt.sh   # issue 36's run
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SHARED=${GROUPFIT_SHARED:-$ROOT/../shared}
@@ -36,6 +40,7 @@ REPEATS=${REPEATS:-2}
 SYSTEMS=${SYSTEMS:-"lightgbm-joblib lightgbm-loop"}
 FLIGHTS=${FLIGHTS:-1}
 NO_GLOBAL=${NO_GLOBAL:-1}
+QUANTIZED=${QUANTIZED:-1}
 SPLIT_AT=${SPLIT_AT:-}
 DATA=$OUT/zipf-${ROWS}-${N_GROUPS}
 STAMP=$(date +%Y%m%d-%H%M%S)
@@ -77,6 +82,21 @@ done
 if [ "$NO_GLOBAL" = 1 ]; then
     echo
     "$PY" "$ROOT/benchmarks/report.py" "$RESULTS" --reference lightgbm --system groupfit-no-global
+fi
+
+if [ "$QUANTIZED" = 1 ]; then
+    RQ=$OUT/gbdt-$STAMP-quantized.jsonl
+    "$BIN" train --data "$DATA/train.parquet" --valid "$DATA/valid.parquet" --by group --target label \
+        "${GRID[@]}" --param use_quantized_grad=true --no-global --out "$OUT/gbdt-quantized.gfm" --json \
+        | tag groupfit-quantized >> "$RQ"
+    for s in $SYSTEMS; do
+        echo "running $s with use_quantized_grad=true ..." >&2
+        "$PY" "$SHARED/bench/baselines.py" --data "$DATA" --family gbdt --system "$s" \
+            --lgb-param use_quantized_grad=true >> "$RQ"
+    done
+    echo
+    echo "quantized gradients on both sides (use_quantized_grad=true, --no-global):"
+    "$PY" "$ROOT/benchmarks/report.py" "$RQ" --reference lightgbm --system groupfit-quantized
 fi
 
 if [ -n "$SPLIT_AT" ]; then

@@ -59,7 +59,8 @@ def grid_specs(params: Mapping[str, Any] | None) -> list[str]:
 
 def _num(v: Any) -> str:
     if isinstance(v, bool):
-        raise TypeError(f"grid values must be numbers, got {v!r}")
+        # A switch (gbdt's use_quantized_grad=True): the engine checks the name takes one.
+        return "true" if v else "false"
     if isinstance(v, str):
         # A word value (optimizer="sgd", layers="64x32"): the engine checks it.
         if "," in v:

@@ -201,6 +201,21 @@ def test_repeated_fault_fails_clearly(cluster):
         gf.fit(train, by="g", target="y", valid=valid, runner=runner)
 
 
+def test_quantized_trees_are_placed_whole_from_parquet(cluster, tmp_path):
+    # Quantized gradients take a scale from all of a group's rows: no remote
+    # partial step. From a Parquet path the driver reads the features and
+    # ships whole groups; the trees are the native ones, bit for bit.
+    train, valid = data("binary", 43)
+    tp, vp = str(tmp_path / "train.parquet"), str(tmp_path / "valid.parquet")
+    pq.write_table(train, tp)
+    pq.write_table(valid, vp)
+    kw = dict(by="g", target="y", model="gbdt", params={**TREES, "use_quantized_grad": [True]}, valid=vp, min_rows=10)
+    native = gf.fit(tp, **kw)
+    remote = gf.fit(tp, runner=gf.RayRunner(workers=3), **kw)
+    assert remote.runner_info["placement"] == "whole groups" and remote.summary["strategy"] == "tp"
+    assert_same(native, remote, valid, rtol=0.0, atol=0.0)
+
+
 def test_actors_read_their_own_parquet_rows(cluster, tmp_path):
     # A Parquet input: the driver reads the keys and the target, each actor
     # reads its rows' features from the file; the models are the native ones.

@@ -90,7 +90,7 @@ struct JobArgs {
     /// Worker threads (default: one per core).
     #[arg(long, default_value_t = 0)]
     threads: usize,
-    /// Seed for the validation split.
+    /// Seed for the validation split and seeded training (mlp; gbdt's feature_fraction and quantized gradients).
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Execution strategy: auto (cost model), tp (whole groups per thread), dp (each

@@ -702,9 +702,9 @@ impl Family for RemoteFamily {
         self.inner.check(configs)
     }
 
-    fn features_from_file(&self) -> bool {
+    fn features_from_file(&self, configs: &[ConfigEntry]) -> bool {
         // Whole-group shards are gathered by the driver.
-        self.inner.sharded()
+        self.inner.sharded() && !self.inner.shard_needs(configs).whole_groups
     }
 
     fn fit(
@@ -715,8 +715,9 @@ impl Family for RemoteFamily {
     ) -> Result<FamilyFit<FittedModel>> {
         // Categorical features travel as codes in whole-group shards (the
         // driver read and coded them; the sharded protocol takes numbers).
+        // Quantized gradients take their scale from every row of a group.
         let categorical = data.kinds.iter().any(|k| k.levels().is_some());
-        if !self.inner.sharded() || categorical {
+        if !self.inner.sharded() || categorical || self.inner.shard_needs(configs).whole_groups {
             return self.fit_whole(data, configs);
         }
         let ng = data.n_groups;

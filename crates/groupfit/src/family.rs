@@ -262,6 +262,10 @@ pub struct ShardNeeds {
     /// The global pseudo-group's rows in table order (mlp: its batches
     /// index them so); otherwise group after group, as linear's blocks are.
     pub global_in_table_order: bool,
+    /// Every group whole on one worker: the grid has no remote partial
+    /// step (gbdt's quantized gradients take a scale from all of a group's
+    /// rows each round).
+    pub whole_groups: bool,
 }
 
 /// A model family.
@@ -280,8 +284,10 @@ pub trait Family {
     /// [`TrainData::source`], when the training input is a Parquet file: the
     /// caller then reads only the keys and the target of that file (and the
     /// features of held-out validation rows). The Ray runner's actors do this,
-    /// so the driver never holds the training features.
-    fn features_from_file(&self) -> bool {
+    /// so the driver never holds the training features (unless `configs`
+    /// place groups whole: the driver ships their rows).
+    fn features_from_file(&self, configs: &[ConfigEntry]) -> bool {
+        let _ = configs;
         false
     }
     /// Whether the family runs with groups cut over remote workers: it

@@ -90,7 +90,7 @@ pub trait AnyFamily: Send + Sync {
     /// See [`Family::check`].
     fn check(&self, configs: &[ConfigEntry]) -> Result<()>;
     /// See [`Family::features_from_file`].
-    fn features_from_file(&self) -> bool;
+    fn features_from_file(&self, configs: &[ConfigEntry]) -> bool;
     /// See [`Family::model_overhead_rows`].
     fn model_overhead_rows(&self, configs: &[ConfigEntry]) -> usize;
     /// See [`Family::sharded`].
@@ -126,8 +126,8 @@ where
     fn check(&self, configs: &[ConfigEntry]) -> Result<()> {
         Family::check(self, configs)
     }
-    fn features_from_file(&self) -> bool {
-        Family::features_from_file(self)
+    fn features_from_file(&self, configs: &[ConfigEntry]) -> bool {
+        Family::features_from_file(self, configs)
     }
     fn model_overhead_rows(&self, configs: &[ConfigEntry]) -> usize {
         Family::model_overhead_rows(self, configs)

@@ -17,9 +17,25 @@ use arrow_array::{Array, ArrayRef};
 use arrow_schema::DataType;
 
 use crate::error::{GroupfitError, Result};
+use crate::math::stable_hash;
 
 /// One group's key: one entry per key column, `None` for null.
 pub type GroupKey = Vec<Option<String>>;
+
+/// A group's RNG stream id: a stable hash of its key (the global model's
+/// stream is a fixed tag), so it does not depend on which other groups exist.
+/// The empty key is `--hierarchy`'s root, all rows: the global model's tag,
+/// so the root's model is the global model of a run without levels.
+pub fn group_stream(key: Option<&GroupKey>) -> u64 {
+    match key {
+        Some(k) if !k.is_empty() => stable_hash(
+            serde_json::to_string(k)
+                .expect("a key serialises")
+                .as_bytes(),
+        ),
+        _ => stable_hash(b"<groupfit global model>"),
+    }
+}
 
 /// Renders a key for messages: `JFK/LAX`, `null` for a null part. A part
 /// that could be misread (empty, the text `null`, or holding `/` or `"`) is

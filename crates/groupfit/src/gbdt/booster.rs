@@ -27,11 +27,12 @@ use super::binning::Mapper;
 use super::categorical::{best_cat_split, CatRules};
 use super::histogram::{build_range, build_rows, subtract, BinnedGroup, STRIDE};
 use super::model::GbdtModel;
+use super::objective::{gradients, init_from_mean, init_score, metric};
 use super::params::GbdtConfig;
 use super::split::{best_split, totals, Rules, Split, Sums};
 use super::tree::{BinTree, Tree};
 use crate::data::Task;
-use crate::math::{sigmoid, splitmix64 as mix};
+use crate::math::splitmix64 as mix;
 
 /// What a booster reads of its group: binned training rows and targets, the
 /// bin mappers, and the binned validation rows (for early stopping).
@@ -146,6 +147,12 @@ pub struct Booster {
     counted: Option<f64>,
     scores: Vec<f64>,
     gh: Vec<[f32; 2]>,
+    /// With quantized gradients: the true ones (`gh` holds the levels), and
+    /// the group's stream of rounding draws.
+    #[serde(default)]
+    raw: Vec<[f32; 2]>,
+    #[serde(default)]
+    stream: u64,
     order: Vec<u32>,
     valid_scores: Vec<f64>,
     #[serde(with = "crate::codec::packed")]
@@ -157,50 +164,6 @@ pub struct Booster {
     grow: Option<Grow>,
     /// Set by a caller that ran a whole round outside [`Booster::step`]'s usual caller.
     pub ran_round: bool,
-}
-
-/// The starting score: log-odds of the mean label (binary), the mean (regression).
-pub fn init_score(task: Task, y: &[f64]) -> f64 {
-    let n = y.len().max(1) as f64;
-    init_from_mean(task, y.iter().sum::<f64>() / n)
-}
-
-/// [`init_score`] from the mean label.
-pub fn init_from_mean(task: Task, mean: f64) -> f64 {
-    match task {
-        Task::Binary => {
-            let p = mean.clamp(1e-15, 1.0 - 1e-15);
-            (p / (1.0 - p)).ln()
-        }
-        Task::Regression => mean,
-    }
-}
-
-fn gradients(task: Task, scores: &[f64], y: &[f64], gh: &mut [[f32; 2]]) {
-    match task {
-        Task::Binary => {
-            for ((o, &s), &t) in gh.iter_mut().zip(scores).zip(y) {
-                let p = sigmoid(s);
-                *o = [(p - t) as f32, (p * (1.0 - p)) as f32];
-            }
-        }
-        Task::Regression => {
-            for ((o, &s), &t) in gh.iter_mut().zip(scores).zip(y) {
-                *o = [(s - t) as f32, 1.0];
-            }
-        }
-    }
-}
-
-/// The validation metric early stopping watches: log-loss or RMSE.
-fn metric(task: Task, y: &[f64], raw: &[f64]) -> f64 {
-    match task {
-        Task::Binary => {
-            let p: Vec<f64> = raw.iter().map(|&z| sigmoid(z)).collect();
-            crate::metrics::logloss(y, &p)
-        }
-        Task::Regression => crate::metrics::rmse(y, raw),
-    }
 }
 
 /// The features a round may split on: all, or `round(fraction * d)` (at least
@@ -254,18 +217,17 @@ impl Booster {
         piece_of: Option<usize>,
     ) -> Booster {
         let n = view.y.len();
-        let scores = vec![init; n];
-        let mut gh = vec![[0.0f32; 2]; n];
-        gradients(task, &scores, view.y, &mut gh);
-        Booster {
+        let mut b = Booster {
             task,
             cfg,
             seed,
             init,
             piece_of,
             counted: None,
-            scores,
-            gh,
+            scores: vec![init; n],
+            gh: vec![[0.0f32; 2]; n],
+            raw: Vec::new(),
+            stream: 0,
             order: (0..n as u32).collect(),
             valid_scores: if cfg.early_stopping_rounds() > 0 {
                 vec![init; view.valid_y.len()]
@@ -279,6 +241,33 @@ impl Booster {
             best: None,
             grow: None,
             ran_round: false,
+        };
+        b.set_gradients(view.y);
+        b
+    }
+
+    /// The same booster with the group's stream of quantization draws
+    /// (`group_stream` of its key): groups round independently.
+    pub fn rounding_stream(mut self, stream: u64, view: &GroupView<'_>) -> Booster {
+        self.stream = stream;
+        if self.cfg.quantization().is_some() {
+            self.set_gradients(view.y);
+        }
+        self
+    }
+
+    /// The gradients of the next round from the scores: quantized when the
+    /// config asks (the true ones kept in `raw`).
+    fn set_gradients(&mut self, y: &[f64]) {
+        match self.cfg.quantization() {
+            None => gradients(self.task, &self.scores, y, &mut self.gh),
+            Some(q) => {
+                self.raw.resize(self.gh.len(), [0.0; 2]);
+                gradients(self.task, &self.scores, y, &mut self.raw);
+                let constant = self.task == Task::Regression;
+                let at = (self.seed, self.stream, self.round);
+                q.apply(&self.raw, &mut self.gh, constant, at);
+            }
         }
     }
 
@@ -644,6 +633,7 @@ impl Booster {
         }
         let rules = self.rules();
         let lr = self.cfg.learning_rate();
+        let renew = self.cfg.quantization().is_some_and(|q| q.renew_leaf);
         let values: Vec<f64> = g
             .leaves
             .iter()
@@ -652,7 +642,18 @@ impl Booster {
                     lambda: rules.lambda + l.extra_l2,
                     ..rules
                 };
-                r.value(l.sums) * lr
+                let sums = if renew {
+                    // The leaf's true sums (`quant_train_renew_leaf`).
+                    let rows = &self.order[l.begin..l.begin + l.count];
+                    let (g, h) = rows.iter().fold((0.0, 0.0), |(g, h), &i| {
+                        let [a, b] = self.raw[i as usize];
+                        (g + a as f64, h + b as f64)
+                    });
+                    Sums { g, h, ..l.sums }
+                } else {
+                    l.sums
+                };
+                r.value(sums) * lr
             })
             .collect();
         for (l, &v) in g.leaves.iter().zip(&values) {
@@ -660,7 +661,8 @@ impl Booster {
                 self.scores[r as usize] += v;
             }
         }
-        gradients(self.task, &self.scores, view.y, &mut self.gh);
+        self.round += 1;
+        self.set_gradients(view.y);
         let d = view.data.d;
         let es = self.cfg.early_stopping_rounds() as usize;
         // Validation scores are kept only for early stopping (the chosen
@@ -695,7 +697,6 @@ impl Booster {
         );
         self.trees.push(tree);
         self.gains.push(g.gains);
-        self.round += 1;
         if stopping {
             let m = metric(self.task, view.valid_y, &self.valid_scores);
             match self.best {

@@ -2,17 +2,46 @@
 //! cost of a booster for whole-group placement, and the grouped fit.
 
 use super::model::GbdtModel;
-use super::params::{GbdtConfig, GbdtParams};
+use super::params::{GbdtConfig, GbdtParams, BOOL_PARAMS};
 use crate::data::Task;
 use crate::error::Result;
 use crate::exec::{Explain, OnProgress};
 use crate::family::{Family, FamilyFit, MemoryShape, MemoryTerm, ShardNeeds, TrainData, UnitFit};
 use crate::plan::LoadShape;
-use crate::tune::{Builder, ConfigEntry};
+use crate::tune::{Builder, ConfigEntry, ParamWords};
 
 /// Histogram gradient-boosted trees (LightGBM's parameters and defaults);
 /// missing values are handled natively, so there is no imputation.
 pub struct Gbdt;
+
+/// The gbdt family's word-valued parameters: its switches take `true` and
+/// `false` (any case) as well as `1` and `0`.
+pub struct GbdtWords;
+
+impl ParamWords for GbdtWords {
+    fn encode(&self, name: &str, text: &str) -> Option<f64> {
+        if !BOOL_PARAMS.contains(&name) {
+            return None;
+        }
+        match text.to_ascii_lowercase().as_str() {
+            "true" => Some(1.0),
+            "false" => Some(0.0),
+            _ => None,
+        }
+    }
+    fn form(&self, name: &str) -> Option<String> {
+        BOOL_PARAMS
+            .contains(&name)
+            .then(|| "true, false, 1 or 0".to_string())
+    }
+    fn display(&self, name: &str, value: f64) -> Option<String> {
+        match value {
+            1.0 if BOOL_PARAMS.contains(&name) => Some("true".to_string()),
+            0.0 if BOOL_PARAMS.contains(&name) => Some("false".to_string()),
+            _ => None,
+        }
+    }
+}
 
 /// The gbdt family's checked configuration of every grid point.
 pub fn configs(points: &[ConfigEntry]) -> Result<Vec<GbdtConfig>> {
@@ -31,18 +60,23 @@ impl Family for Gbdt {
         "gbdt"
     }
 
+    fn words(&self) -> &dyn ParamWords {
+        &GbdtWords
+    }
+
     fn sharded(&self) -> bool {
         true
     }
 
     fn shard_needs(&self, points: &[ConfigEntry]) -> ShardNeeds {
-        // Early stopping watches each group's validation rows.
-        let validation =
-            configs(points).is_ok_and(|cs| cs.iter().any(|c| c.early_stopping_rounds() > 0));
+        // Early stopping watches each group's validation rows; quantized
+        // gradients are scaled by all of a group's rows.
+        let cs = configs(points).unwrap_or_default();
         ShardNeeds {
-            validation,
+            validation: cs.iter().any(|c| c.early_stopping_rounds() > 0),
             global_rows: false,
             global_in_table_order: false,
+            whole_groups: cs.iter().any(|c| c.quantization().is_some()),
         }
     }
 
@@ -176,6 +210,33 @@ impl Family for Gbdt {
 mod tests {
     use super::*;
     use crate::tune::{Grid, NoWords};
+
+    #[test]
+    fn switches_take_true_false_one_and_zero() {
+        let specs = [
+            "use_quantized_grad=TRUE,0".to_string(),
+            "stochastic_rounding=false".to_string(),
+        ];
+        let pts = Grid::parse(&specs, &GbdtWords).unwrap().points();
+        let names: Vec<&str> = pts.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "use_quantized_grad=true,stochastic_rounding=false",
+                "use_quantized_grad=false,stochastic_rounding=false"
+            ]
+        );
+        let cs = configs(&pts).unwrap();
+        assert!(cs[0].quantization().is_some_and(|q| !q.stochastic));
+        assert_eq!(cs[1].quantization(), None);
+        let bad = Grid::parse(&["quant_train_renew_leaf=yes".to_string()], &GbdtWords);
+        assert_eq!(
+            bad.unwrap_err().to_string(),
+            "invalid parameter 'quant_train_renew_leaf': 'yes' is not valid: expected true, false, 1 or 0"
+        );
+        // Numeric parameters take no words.
+        assert!(Grid::parse(&["num_leaves=true".to_string()], &GbdtWords).is_err());
+    }
 
     #[test]
     fn a_cut_booster_meets_once_per_leaf() {

@@ -41,6 +41,7 @@ use super::model::GbdtModel;
 use super::params::GbdtConfig;
 use crate::data::bucket;
 use crate::data::categorical::FeatureKind;
+use crate::data::keys::group_stream;
 use crate::exec::{explain, Explain, PartialStep, UnitProgress};
 use crate::family::TrainData;
 use crate::util::trace::trace;
@@ -771,9 +772,10 @@ pub(super) fn class_units(
             c.owner.push(g);
             c.config_of.push(k);
             c.drows.push(layout.range(g));
-            c.units.push(vec![RwLock::new(Booster::new(
-                input.task, configs[k], input.seed, &view,
-            ))]);
+            let stream = group_stream(input.keys.get(g));
+            let b = Booster::new(input.task, configs[k], input.seed, &view);
+            c.units
+                .push(vec![RwLock::new(b.rounding_stream(stream, &view))]);
         }
     }
     c

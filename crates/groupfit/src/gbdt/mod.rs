@@ -10,6 +10,8 @@
 //!   over a leaf's rows, and the subtraction trick for siblings.
 //! * [`split`] — the best numeric split of a leaf from its histogram (both directions
 //!   for NaN), LightGBM's gain `G_L²/(H_L+λ) + G_R²/(H_R+λ) − G²/(H+λ)`.
+//! * [`objective`] — the starting score, each round's gradients (quantized
+//!   with `use_quantized_grad`) and the early-stopping metric.
 //! * [`tree`] — a fitted tree (real-valued thresholds, default direction for
 //!   NaN; category sets of categorical nodes).
 //! * [`booster`] — one (group, config) booster as a state machine that asks for
@@ -28,6 +30,7 @@ pub mod family;
 pub mod grouped;
 pub mod histogram;
 pub mod model;
+pub mod objective;
 pub mod params;
 pub mod remote;
 pub mod run;

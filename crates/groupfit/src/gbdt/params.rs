@@ -25,6 +25,17 @@ pub const PARAM_NAMES: &[&str] = &[
     "cat_l2",
     "max_cat_threshold",
     "min_data_per_group",
+    "use_quantized_grad",
+    "num_grad_quant_bins",
+    "quant_train_renew_leaf",
+    "stochastic_rounding",
+];
+
+/// The parameters that take `true`/`false` (or `1`/`0`).
+pub const BOOL_PARAMS: &[&str] = &[
+    "use_quantized_grad",
+    "quant_train_renew_leaf",
+    "stochastic_rounding",
 ];
 
 /// Builder for the gbdt family's hyper-parameters (LightGBM's names and defaults).
@@ -53,6 +64,10 @@ pub struct GbdtParams {
     cat_l2: f64,
     max_cat_threshold: f64,
     min_data_per_group: f64,
+    use_quantized_grad: f64,
+    num_grad_quant_bins: f64,
+    quant_train_renew_leaf: f64,
+    stochastic_rounding: f64,
 }
 
 impl Default for GbdtParams {
@@ -74,6 +89,10 @@ impl Default for GbdtParams {
             cat_l2: 10.0,
             max_cat_threshold: 32.0,
             min_data_per_group: 100.0,
+            use_quantized_grad: 0.0,
+            num_grad_quant_bins: 4.0,
+            quant_train_renew_leaf: 0.0,
+            stochastic_rounding: 1.0,
         }
     }
 }
@@ -83,7 +102,9 @@ impl GbdtParams {
     /// `min_data_in_leaf` 20, `min_sum_hessian_in_leaf` 1e-3, `lambda_l2` 0,
     /// no depth limit, 255 bins, all features, no early stopping; for
     /// categorical features `max_cat_to_onehot` 4, `cat_smooth` 10,
-    /// `cat_l2` 10, `max_cat_threshold` 32, `min_data_per_group` 100.
+    /// `cat_l2` 10, `max_cat_threshold` 32, `min_data_per_group` 100;
+    /// quantized gradients off (`num_grad_quant_bins` 4, stochastic
+    /// rounding, leaf values from the quantized sums).
     pub fn new() -> Self {
         Self::default()
     }
@@ -176,6 +197,26 @@ impl GbdtParams {
         self
     }
 
+    /// Trains on gradients quantized to `bins` integer levels a round
+    /// (LightGBM's `use_quantized_grad` and `num_grad_quant_bins`).
+    pub fn quantized_grad(mut self, bins: u32) -> Self {
+        self.use_quantized_grad = 1.0;
+        self.num_grad_quant_bins = bins as f64;
+        self
+    }
+    /// With quantized gradients: leaf values from each leaf's true
+    /// gradients (`quant_train_renew_leaf`).
+    pub fn quant_train_renew_leaf(mut self, v: bool) -> Self {
+        self.quant_train_renew_leaf = f64::from(u8::from(v));
+        self
+    }
+    /// With quantized gradients: round stochastically (unbiased), else to
+    /// the nearest level (`stochastic_rounding`).
+    pub fn stochastic_rounding(mut self, v: bool) -> Self {
+        self.stochastic_rounding = f64::from(u8::from(v));
+        self
+    }
+
     /// Sets a parameter by its `--param` name (values are checked by [`GbdtParams::check`]).
     pub fn set(mut self, name: &str, value: f64) -> Result<Self> {
         match name {
@@ -195,6 +236,10 @@ impl GbdtParams {
             "cat_l2" => self.cat_l2 = value,
             "max_cat_threshold" => self.max_cat_threshold = value,
             "min_data_per_group" => self.min_data_per_group = value,
+            "use_quantized_grad" => self.use_quantized_grad = value,
+            "num_grad_quant_bins" => self.num_grad_quant_bins = value,
+            "quant_train_renew_leaf" => self.quant_train_renew_leaf = value,
+            "stochastic_rounding" => self.stochastic_rounding = value,
             other => {
                 return Err(GroupfitError::param(
                     other,
@@ -221,6 +266,15 @@ impl GbdtParams {
                 return Err(GroupfitError::param(name, format!("{v} must be {what}")));
             }
             Ok(v)
+        }
+        fn flag(name: &str, v: f64) -> Result<bool> {
+            if v == 0.0 || v == 1.0 {
+                return Ok(v == 1.0);
+            }
+            Err(GroupfitError::param(
+                name,
+                format!("{v} must be true or false (1 or 0)"),
+            ))
         }
         let big = 1e9;
         Ok(GbdtConfig {
@@ -271,6 +325,11 @@ impl GbdtParams {
             max_cat_threshold: int("max_cat_threshold", self.max_cat_threshold, 1.0, big)? as u32,
             min_data_per_group: int("min_data_per_group", self.min_data_per_group, 1.0, big)?
                 as u32,
+            use_quantized_grad: flag("use_quantized_grad", self.use_quantized_grad)?,
+            num_grad_quant_bins: int("num_grad_quant_bins", self.num_grad_quant_bins, 2.0, 126.0)?
+                as u32,
+            quant_train_renew_leaf: flag("quant_train_renew_leaf", self.quant_train_renew_leaf)?,
+            stochastic_rounding: flag("stochastic_rounding", self.stochastic_rounding)?,
         })
     }
 }
@@ -300,6 +359,22 @@ pub struct GbdtConfig {
     max_cat_threshold: u32,
     #[serde(default = "default_min_data_per_group")]
     min_data_per_group: u32,
+    #[serde(default)]
+    use_quantized_grad: bool,
+    #[serde(default = "default_num_grad_quant_bins")]
+    num_grad_quant_bins: u32,
+    #[serde(default)]
+    quant_train_renew_leaf: bool,
+    #[serde(default = "default_true")]
+    stochastic_rounding: bool,
+}
+
+fn default_num_grad_quant_bins() -> u32 {
+    4
+}
+
+fn default_true() -> bool {
+    true
 }
 
 fn default_min_data_in_bin() -> u32 {
@@ -388,6 +463,28 @@ impl GbdtConfig {
     pub fn min_data_per_group(&self) -> u32 {
         self.min_data_per_group
     }
+    /// How gradients are quantized each round; `None`: they are not.
+    pub fn quantization(&self) -> Option<Quantization> {
+        self.use_quantized_grad.then_some(Quantization {
+            bins: self.num_grad_quant_bins,
+            stochastic: self.stochastic_rounding,
+            renew_leaf: self.quant_train_renew_leaf,
+        })
+    }
+}
+
+/// LightGBM's quantized training: each round, gradients and hessians are
+/// rounded to a few integer levels of a per-round scale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quantization {
+    /// Levels (`num_grad_quant_bins`): gradients take `-bins/2..=bins/2`
+    /// (integer division), hessians `0..=bins`.
+    pub bins: u32,
+    /// Stochastic (unbiased) rounding, else to the nearest level.
+    pub stochastic: bool,
+    /// Leaf values from each leaf's true gradients, else from the
+    /// quantized sums the splits used.
+    pub renew_leaf: bool,
 }
 
 #[cfg(test)]
@@ -426,6 +523,27 @@ mod tests {
             ("cat_l2", f64::NAN),
             ("max_cat_threshold", 0.5),
             ("min_data_per_group", 0.0),
+        ] {
+            let e = GbdtParams::new().set(name, bad).unwrap().check();
+            assert!(e.unwrap_err().to_string().contains(name), "{name}");
+        }
+        assert_eq!(GbdtParams::new().check().unwrap().quantization(), None);
+        let q = GbdtParams::new()
+            .quantized_grad(8)
+            .stochastic_rounding(false)
+            .check()
+            .unwrap()
+            .quantization();
+        let want = Quantization {
+            bins: 8,
+            stochastic: false,
+            renew_leaf: false,
+        };
+        assert_eq!(q, Some(want));
+        for (name, bad) in [
+            ("use_quantized_grad", 2.0),
+            ("stochastic_rounding", 0.5),
+            ("num_grad_quant_bins", 1.0),
         ] {
             let e = GbdtParams::new().set(name, bad).unwrap().check();
             assert!(e.unwrap_err().to_string().contains(name), "{name}");

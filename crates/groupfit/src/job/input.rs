@@ -125,7 +125,7 @@ pub(super) fn read_files(
     let csv = is_csv(path);
     // A family that reads the features itself gets the keys and the target;
     // categorical features are coded here, so then every feature is read.
-    let features_read = !family.features_from_file()
+    let features_read = !family.features_from_file(grid)
         || csv
         || plan.declared.iter().any(|d| *d != Declared::Numeric);
     // CSV has no row count to estimate from before reading: it is read

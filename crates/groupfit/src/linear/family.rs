@@ -135,6 +135,7 @@ impl Family for Linear {
             validation: false,
             global_rows: true,
             global_in_table_order: false,
+            whole_groups: false,
         }
     }
 

@@ -12,6 +12,17 @@ pub fn splitmix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// A 64-bit FNV-1a hash (stable across builds): group keys and
+/// architectures become RNG stream ids with it.
+pub fn stable_hash(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
 /// The logistic function, stable for large |z|.
 pub fn sigmoid(z: f64) -> f64 {
     if z >= 0.0 {

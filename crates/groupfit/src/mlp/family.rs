@@ -1,9 +1,10 @@
 //! The MLP family behind the [`Family`] interface: the grid's configs and
 //! word-valued parameters, the layout, and the grouped fit.
 
-use super::grouped::{fit_grouped, group_stream, FitOptions, MlpData, MlpInput, MlpPass};
+use super::grouped::{fit_grouped, FitOptions, MlpData, MlpInput, MlpPass};
 use super::model::MlpModel;
 use super::params::{display_param, encode_param, word_form, MlpConfig, MlpParams, Optimizer};
+use crate::data::keys::group_stream;
 use crate::data::onehot::{self, Cap, OneHotPlan, PlanInput};
 use crate::data::Task;
 use crate::error::{GroupfitError, Result};
@@ -126,6 +127,7 @@ impl Family for Mlp {
             validation: false,
             global_rows: true,
             global_in_table_order: true,
+            whole_groups: false,
         }
     }
 

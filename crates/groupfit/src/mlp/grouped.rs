@@ -944,18 +944,3 @@ fn dump_schedule(
         );
     }
 }
-
-/// A group's RNG stream id: a stable hash of its key (the global model's
-/// stream is a fixed tag), so it does not depend on which other groups exist.
-/// The empty key is `--hierarchy`'s root, all rows: the global model's tag,
-/// so the root's model is the global model of a run without levels.
-pub fn group_stream(key: Option<&crate::data::keys::GroupKey>) -> u64 {
-    match key {
-        Some(k) if !k.is_empty() => super::init::stable_hash(
-            serde_json::to_string(k)
-                .expect("a key serialises")
-                .as_bytes(),
-        ),
-        _ => super::init::stable_hash(b"<groupfit global model>"),
-    }
-}

@@ -2,6 +2,7 @@
 //! initial weights, and each epoch's batch order.
 
 use super::params::param_count;
+use crate::math::stable_hash;
 
 /// SplitMix64: the seeded generator behind initial weights and batch order.
 #[derive(Debug, Clone)]
@@ -39,17 +40,6 @@ impl Rng {
             }
         }
     }
-}
-
-/// A 64-bit FNV-1a hash (stable across builds): group keys and architectures
-/// become RNG stream ids with it.
-pub fn stable_hash(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
 }
 
 /// PyTorch's default initialisation of every layer: weights and biases

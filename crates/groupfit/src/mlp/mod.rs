@@ -32,7 +32,7 @@ pub mod params;
 pub mod remote;
 
 pub use family::{configs, Mlp, MlpWords};
-pub use init::{epoch_permutation, init_params, stable_hash, Rng};
+pub use init::{epoch_permutation, init_params, Rng};
 pub use model::{Dense, MlpModel};
 pub use params::{
     decode_layers, display_param, encode_param, word_form, MlpConfig, MlpParams, Optimizer,

@@ -13,9 +13,10 @@
 
 use std::ops::Range;
 
-use super::grouped::{group_stream, MlpData, MlpInput, MlpPass, MlpScratch, MlpUnit};
+use super::grouped::{MlpData, MlpInput, MlpPass, MlpScratch, MlpUnit};
 use super::model::MlpModel;
 use super::params::MlpConfig;
+use crate::data::keys::group_stream;
 use crate::data::Task;
 use crate::error::Result;
 use crate::family::UnitFit;

@@ -115,14 +115,24 @@ const GBDT_GRID: &[&str] = &[
     "early_stopping_rounds=5",
 ];
 
-fn gbdt_grouped_equals_looped(task: Task) {
+/// GBDT_GRID with quantized gradients (LightGBM's defaults otherwise).
+const QUANTIZED_GRID: &[&str] = &[
+    "rounds=25",
+    "num_leaves=4,15",
+    "learning_rate=0.3",
+    "min_data_in_leaf=5",
+    "early_stopping_rounds=5",
+    "use_quantized_grad=true",
+];
+
+fn gbdt_grouped_equals_looped(task: Task, grid: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let sizes = [30, 97, 300, 1100, 2500];
     let table = with_nans(Table::synth(&sizes, 4, task, 21));
     let vtable = with_nans(Table::synth(&sizes, 4, task, 22));
     let all = table.write(&dir.path().join("all.parquet"));
     let vall = vtable.write(&dir.path().join("vall.parquet"));
-    let out = fit_gbdt(&all, &vall, task, Strategy::Auto, 2, GBDT_GRID);
+    let out = fit_gbdt(&all, &vall, task, Strategy::Auto, 2, grid);
     let together = gbdt_models(&out.bundle);
     assert_eq!(together.len(), sizes.len() + 1);
     assert!(
@@ -137,7 +147,7 @@ fn gbdt_grouped_equals_looped(task: Task) {
         let valone = vtable
             .only(&key)
             .write(&dir.path().join(format!("v{key}.parquet")));
-        let b = fit_gbdt(&alone, &valone, task, Strategy::Auto, 2, GBDT_GRID).bundle;
+        let b = fit_gbdt(&alone, &valone, task, Strategy::Auto, 2, grid).bundle;
         let m = gbdt(b.groups[0].model.as_ref().unwrap());
         assert_trees_close(&together[&key], m, 1e-9, &format!("{task:?} group {key}"));
         let same = out
@@ -151,26 +161,64 @@ fn gbdt_grouped_equals_looped(task: Task) {
             b.groups[0].valid_by_config, same.valid_by_config,
             "{key}: scores"
         );
-        assert_trees_close(
-            m,
-            gbdt(&b.global.as_ref().unwrap().model),
-            1e-9,
-            &format!("{key} vs its global model"),
-        );
+        // Quantized: the global model rounds with its own stream, not the
+        // group's.
+        if grid == GBDT_GRID {
+            assert_trees_close(
+                m,
+                gbdt(&b.global.as_ref().unwrap().model),
+                1e-9,
+                &format!("{key} vs its global model"),
+            );
+        }
     }
 }
 
 #[test]
 fn gbdt_grouped_equals_looped_binary() {
-    gbdt_grouped_equals_looped(Task::Binary);
+    gbdt_grouped_equals_looped(Task::Binary, GBDT_GRID);
 }
 
 #[test]
 fn gbdt_grouped_equals_looped_regression() {
-    gbdt_grouped_equals_looped(Task::Regression);
+    gbdt_grouped_equals_looped(Task::Regression, GBDT_GRID);
 }
 
-fn gbdt_strategies_and_threads_agree(task: Task) {
+#[test]
+fn gbdt_quantized_grouped_equals_looped() {
+    gbdt_grouped_equals_looped(Task::Binary, QUANTIZED_GRID);
+}
+
+/// Quantized gradients change the trees, stochastic rounding is seeded:
+/// the same run twice is the same model, another `--seed` another one.
+#[test]
+fn gbdt_quantized_trees_differ_and_are_seeded() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = Table::synth(&[400, 900], 4, Task::Binary, 31);
+    let all = table.write(&dir.path().join("all.parquet"));
+    let vall = Table::synth(&[400, 900], 4, Task::Binary, 32).write(&dir.path().join("v.parquet"));
+    let grid = ["rounds=10", "use_quantized_grad=1"];
+    let fit = |params: &[&str], seed: u64| {
+        let spec = TrainSpec {
+            params: params.iter().map(|s| s.to_string()).collect(),
+            model: "gbdt".into(),
+            valid: Some(vall.clone()),
+            seed,
+            task: Some(Task::Binary),
+            ..TrainSpec::new(&all, vec!["g".into()], "y")
+        };
+        gbdt_models(&train(&spec, &mut |_e: Progress| {}).unwrap().bundle)
+    };
+    let (a, again) = (fit(&grid, 0), fit(&grid, 0));
+    let (plain, other) = (fit(&grid[..1], 0), fit(&grid, 1));
+    for (k, m) in &a {
+        assert_trees_close(m, &again[k], 0.0, &format!("{k}: the same run"));
+        assert_ne!(m, &plain[k], "{k}: quantized against plain");
+        assert_ne!(m, &other[k], "{k}: another seed");
+    }
+}
+
+fn gbdt_strategies_and_threads_agree(task: Task, extra: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     // One dominant group (cut over workers by `fused`) and small ones.
     let sizes = [6000, 700, 300, 120, 60, 45, 40];
@@ -178,12 +226,14 @@ fn gbdt_strategies_and_threads_agree(task: Task) {
     let vtable = Table::synth(&sizes, 5, task, 6);
     let all = table.write(&dir.path().join("all.parquet"));
     let vall = vtable.write(&dir.path().join("vall.parquet"));
-    let params = &[
+    let mut params = vec![
         "rounds=15",
         "num_leaves=7,31",
         "learning_rate=0.2",
         "early_stopping_rounds=4",
     ];
+    params.extend(extra);
+    let params = &params;
     let reference = fit_gbdt(&all, &vall, task, Strategy::Tp, 1, params).bundle;
     let ref_models = gbdt_models(&reference);
     for strategy in [
@@ -287,12 +337,18 @@ fn gbdt_boosters_ended_by_the_pilot_are_skipped() {
 
 #[test]
 fn gbdt_strategies_and_threads_agree_binary() {
-    gbdt_strategies_and_threads_agree(Task::Binary);
+    gbdt_strategies_and_threads_agree(Task::Binary, &[]);
 }
 
 #[test]
 fn gbdt_strategies_and_threads_agree_regression() {
-    gbdt_strategies_and_threads_agree(Task::Regression);
+    gbdt_strategies_and_threads_agree(Task::Regression, &[]);
+}
+
+/// Quantized histograms sum multiples of one scale: exact in any order.
+#[test]
+fn gbdt_quantized_strategies_and_threads_agree() {
+    gbdt_strategies_and_threads_agree(Task::Binary, &["use_quantized_grad=true"]);
 }
 
 #[test]
