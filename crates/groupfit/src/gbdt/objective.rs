@@ -59,8 +59,8 @@ impl Quantization {
     /// `bins / 2` (integer division), the hessian scale the largest `h`
     /// over `bins`; with a constant hessian (`regression`) it stays 1.
     /// Stochastic rounding adds to `|g|` (and to `h`) a uniform draw in
-    /// `[0, 1)` of the stream `(seed, group, round)` and the row before it
-    /// truncates, so a level's expectation is the true value; otherwise it
+    /// `[0, 1)` (32 bits) of the stream `(seed, group, round)` and the row
+    /// before it truncates, so a level's expectation is the true value; otherwise it
     /// adds 0.5. The histograms then sum exact multiples of the scales.
     pub fn apply(
         &self,
@@ -80,27 +80,28 @@ impl Quantization {
         let inv = |s: f64| if s > 0.0 { 1.0 / s } else { 0.0 };
         let (ginv, hinv) = (inv(gscale), inv(hscale));
         let stream = mix(seed ^ mix(group ^ mix(u64::from(round) + 1)));
-        let draw = |r: usize, k: u64| {
+        // One hash a row: its high and low 32 bits are the gradient's and
+        // the hessian's draws.
+        let draws = |r: usize| {
             if self.stochastic {
-                let z = mix(stream ^ mix(2 * r as u64 + k));
-                (z >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+                let z = mix(stream ^ r as u64);
+                let unit = 1.0 / (1u64 << 32) as f64;
+                ((z >> 32) as f64 * unit, (z as u32) as f64 * unit)
             } else {
-                0.5
+                (0.5, 0.5)
             }
         };
+        // Truncation toward zero (levels are small: the cast is exact).
+        let trunc = |x: f64| x as i64 as f64;
         for (r, (o, &[g, h])) in out.iter_mut().zip(raw).enumerate() {
             let x = g as f64 * ginv;
-            let u = draw(r, 0);
-            let level = if x >= 0.0 {
-                (x + u).trunc()
-            } else {
-                (x - u).trunc()
-            };
+            let (u, v) = draws(r);
+            let level = if x >= 0.0 { trunc(x + u) } else { trunc(x - u) };
             o[0] = (level * gscale) as f32;
             o[1] = if constant_hessian {
                 h
             } else {
-                ((h as f64 * hinv + draw(r, 1)).trunc() * hscale) as f32
+                (trunc(h as f64 * hinv + v) * hscale) as f32
             };
         }
     }
