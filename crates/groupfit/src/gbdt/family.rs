@@ -103,12 +103,17 @@ impl Family for Gbdt {
         // feature's values (`f64`).
         let binning = d * (3 * n + 2 * v) + 4 * (n + v) + mappers + 8 * n * threads;
         // While boosting: the two matrices and the targets; each booster's
-        // scores, gradients and row order (20 bytes a row), made up front;
+        // scores, gradients and row order (20 bytes a row, 28 with quantized
+        // gradients: the true ones too), made up front;
         // its trees (about 48 bytes a leaf a round, as many leaves as its
         // rows allow); per thread, its histograms (two `f64` per bin of
         // every feature, a pool of `num_leaves + 2`) and a leaf's row list.
         let layout = d * (2 * n + v) + 8 * (n + v) + mappers;
-        let boosters = 20 * n * configs.len() as u64;
+        let per_row: u64 = configs
+            .iter()
+            .map(|c| if c.quantization().is_some() { 28 } else { 20 })
+            .sum();
+        let boosters = per_row * n;
         let trees: u64 = configs
             .iter()
             .map(|c| {
