@@ -293,7 +293,9 @@ impl Bundle {
         let source = Source::from_input(data)?;
         let (batch, _report) = py
             .detach(|| match &source {
-                Source::Path(p) => job::predict_batch(&self.inner, p, with_route),
+                Source::Path(p) => job::read_for(&self.inner, p).and_then(|b| {
+                    job::predict_indexed(&self.inner, self.index(), &b, p, with_route)
+                }),
                 Source::Batch(b) => job::predict_indexed(
                     &self.inner,
                     self.index(),

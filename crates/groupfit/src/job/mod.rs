@@ -56,8 +56,8 @@ pub use explain::{
 pub use memory::{MemoryEstimate, MemoryLimit, MemorySummary};
 pub use pooling::{PoolLevel, PoolingSummary};
 pub use predict::{
-    input_batches, predict_batch, predict_file, predict_indexed, predict_table, write_parquet,
-    write_parquet_batches, PredictReport, PredictStream,
+    input_batches, predict_batch, predict_file, predict_indexed, predict_table, read_for,
+    write_parquet, write_parquet_batches, PredictReport, PredictStream,
 };
 pub use split::Fallbacks;
 pub use summary::{LevelSummary, Routes, Summary, TrainOutput};

@@ -47,14 +47,20 @@ pub fn predict_batch(
     data: &Path,
     with_route: bool,
 ) -> Result<(RecordBatch, PredictReport)> {
+    let batch = read_for(bundle, data)?;
+    predict_table(bundle, &batch, data, with_route)
+}
+
+/// The columns of `data` that `bundle` predicts from (its key and feature
+/// columns), read whole; a missing one is an error naming it and the file.
+pub fn read_for(bundle: &ModelBundle, data: &Path) -> Result<RecordBatch> {
     let schema = table_schema(data)?;
     for column in bundle.key_columns.iter().chain(&bundle.features) {
         if schema.index_of(column).is_err() {
             return Err(missing_column(column, data, &schema));
         }
     }
-    let batch = read_table(data, &bundle_columns(bundle), resolve_threads(0))?;
-    predict_table(bundle, &batch, data, with_route)
+    read_table(data, &bundle_columns(bundle), resolve_threads(0))
 }
 
 /// [`predict_batch`] for in-memory Arrow data: `batch` must hold the bundle's

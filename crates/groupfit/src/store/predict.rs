@@ -43,9 +43,7 @@ impl ModelBundle {
             })
             .collect()
     }
-}
 
-impl ModelBundle {
     /// How `--with-route` writes a row's route: [`RowRoute::name`], or for
     /// a level of the hierarchy `level:` and its key columns (`level:origin`).
     pub fn route_label(&self, route: RowRoute) -> String {
